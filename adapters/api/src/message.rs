@@ -280,7 +280,10 @@ mod tests {
 
     #[test]
     fn command_is_split_from_its_argument() {
-        assert_eq!(msg("/Model  gpt-5 ").command(), Some(("model".into(), "gpt-5")));
+        assert_eq!(
+            msg("/Model  gpt-5 ").command(),
+            Some(("model".into(), "gpt-5"))
+        );
         assert_eq!(msg("/new").command(), Some(("new".into(), "")));
         assert_eq!(msg("hello /new").command(), None);
         assert_eq!(msg("/ not a command").command(), None);

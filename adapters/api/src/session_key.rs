@@ -184,10 +184,7 @@ impl FromStr for SessionKey {
         if parts.iter().any(|p| p.text.is_empty()) {
             return Err(err("empty component"));
         }
-        let platform: Platform = parts[0]
-            .text
-            .parse()
-            .map_err(|_| err("unknown platform"))?;
+        let platform: Platform = parts[0].text.parse().map_err(|_| err("unknown platform"))?;
         if parts[0].end != Some(':') {
             return Err(err("expected `platform:` at the start"));
         }
@@ -208,7 +205,11 @@ impl FromStr for SessionKey {
                     user: user_of(last),
                 }
             }
-            _ => return Err(err("expected platform:user, platform:chat[#thread]:user or …:*")),
+            _ => {
+                return Err(err(
+                    "expected platform:user, platform:chat[#thread]:user or …:*",
+                ));
+            }
         };
         Ok(SessionKey { platform, scope })
     }
@@ -248,9 +249,15 @@ mod tests {
             SessionKey::direct(Platform::Telegram, "8123456").to_string(),
             "telegram:8123456"
         );
-        assert_eq!(group("-1001", None, Some("42")).to_string(), "telegram:-1001:42");
+        assert_eq!(
+            group("-1001", None, Some("42")).to_string(),
+            "telegram:-1001:42"
+        );
         assert_eq!(group("-1001", None, None).to_string(), "telegram:-1001:*");
-        assert_eq!(group("-1001", Some("7"), None).to_string(), "telegram:-1001#7:*");
+        assert_eq!(
+            group("-1001", Some("7"), None).to_string(),
+            "telegram:-1001#7:*"
+        );
     }
 
     #[test]
@@ -279,7 +286,14 @@ mod tests {
 
     #[test]
     fn malformed_keys_are_rejected() {
-        for bad in ["", "telegram", "telegram:", "nope:1", "telegram:1:2:3", "telegram:a\\"] {
+        for bad in [
+            "",
+            "telegram",
+            "telegram:",
+            "nope:1",
+            "telegram:1:2:3",
+            "telegram:a\\",
+        ] {
             assert!(bad.parse::<SessionKey>().is_err(), "{bad} should not parse");
         }
     }

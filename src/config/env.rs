@@ -1,0 +1,61 @@
+//! The environment overlay: variables that override the file, for secrets and quick setups.
+
+use super::{Config, ConfigError, EnvSource, Secret};
+
+/// Apply `TELEGRAM_*`, `OPENAI_*` and `HERMES_*` variables on top of the file's values.
+pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), ConfigError> {
+    if let Some(v) = env.var("OPENAI_API_KEY") {
+        config.llm.api_key = Secret::new(v.trim());
+    }
+    if let Some(v) = env.var("OPENAI_BASE_URL") {
+        config.llm.base_url = v.trim().trim_end_matches('/').to_owned();
+        config.llm.base_url_explicit = true;
+    }
+    if let Some(v) = env.var("HERMES_MODEL") {
+        config.llm.model = v.trim().to_owned();
+    }
+    if let Some(v) = env.var("HERMES_ALLOWED_USERS") {
+        config.gateway.allowed_users = list(&v);
+    }
+    if let Some(v) = env.var("HERMES_ALLOW_ALL_USERS") {
+        config.gateway.allow_all_users = boolean("HERMES_ALLOW_ALL_USERS", &v)?;
+    }
+    if let Some(v) = env.var("TELEGRAM_BOT_TOKEN") {
+        config.telegram.bot_token = Secret::new(v.trim());
+    }
+    if let Some(v) = env.var("TELEGRAM_ALLOWED_USERS") {
+        let ids = list(&v);
+        if let Some(bad) = ids.iter().find(|id| id.parse::<i64>().is_err()) {
+            return Err(ConfigError::env(
+                "TELEGRAM_ALLOWED_USERS",
+                format!("`{bad}` is not a numeric Telegram user id (comma-separated ids expected)"),
+            ));
+        }
+        config.telegram.allowed_users = ids;
+    }
+    if let Some(v) = env.var("TELEGRAM_API_URL") {
+        config.telegram.api_url = v.trim().trim_end_matches('/').to_owned();
+    }
+    config.llm.base_url = config.llm.base_url.trim_end_matches('/').to_owned();
+    Ok(())
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn boolean(var: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        other => Err(ConfigError::env(
+            var,
+            format!("`{other}` is not a boolean (use true or false)"),
+        )),
+    }
+}

@@ -1,0 +1,354 @@
+//! Typed configuration: a TOML file overlaid by environment variables, validated with errors that
+//! name the file, the key and the fix.
+//!
+//! Where the file is: `--config PATH`, else `HERMES_CONFIG`, else `$HERMES_HOME/config.toml`
+//! (`HERMES_HOME` defaults to `~/.hermes`). A missing default file is fine (everything can come
+//! from the environment); a missing explicit file is an error. Every key is documented in
+//! `config/hermes.example.toml`; the defaults live in the `Default` impls below and nowhere else.
+
+mod env;
+mod error;
+mod secret;
+
+use std::path::{Path, PathBuf};
+
+use hermes_adapter::GroupSessions;
+use serde::Deserialize;
+
+pub use error::ConfigError;
+pub use secret::Secret;
+
+/// Everything the daemon needs to know, after the file and the environment were merged.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// State directory: database, memory and skills. Set by `HERMES_HOME`, not by the file.
+    #[serde(skip)]
+    pub home: PathBuf,
+    /// The file this configuration was read from, if any.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+    pub llm: LlmConfig,
+    pub agent: AgentConfig,
+    pub gateway: GatewayConfig,
+    pub telegram: TelegramConfig,
+}
+
+/// The language model provider (OpenAI-compatible chat completions).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL of an OpenAI-compatible API, up to and including `/v1`. Env: `OPENAI_BASE_URL`.
+    pub base_url: String,
+    /// API key, sent as a bearer token. Env: `OPENAI_API_KEY`.
+    pub api_key: Secret,
+    /// Model name. Env: `HERMES_MODEL`.
+    pub model: String,
+    /// Whole-request timeout.
+    pub request_timeout_secs: u64,
+    /// Retries after a 429, 5xx or network failure, honouring `Retry-After`.
+    pub max_retries: u32,
+    /// LLM requests in flight at once across all sessions.
+    pub max_concurrent_requests: usize,
+    /// Upper bound on tokens the model may write in one response (unset: provider default).
+    pub max_output_tokens: Option<u32>,
+    #[serde(skip)]
+    pub(crate) base_url_explicit: bool,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: "https://api.openai.com/v1".into(),
+            api_key: Secret::default(),
+            model: "gpt-4o-mini".into(),
+            request_timeout_secs: 120,
+            max_retries: 3,
+            max_concurrent_requests: 8,
+            max_output_tokens: None,
+            base_url_explicit: false,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// A provider is configured when there is a key, or a base URL was set explicitly (local
+    /// servers such as Ollama or llama.cpp need no key).
+    pub fn is_configured(&self) -> bool {
+        !self.api_key.is_empty() || self.base_url_explicit
+    }
+}
+
+/// The agent's turn loop.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model calls per turn before the agent stops and says so.
+    pub max_iterations: u32,
+    /// Most recent messages of a session sent to the model.
+    pub history_messages: usize,
+    /// Characters of one tool result kept for the model; the rest is cut with a note.
+    pub tool_output_max_chars: usize,
+    /// Extra instructions appended to the built-in system prompt.
+    pub system_prompt: Option<String>,
+    /// IANA time zone the agent assumes for the user (`current_time` default). Unset: the
+    /// system's zone.
+    pub timezone: Option<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_iterations: 90,
+            history_messages: 200,
+            tool_output_max_chars: 16_000,
+            system_prompt: None,
+            timezone: None,
+        }
+    }
+}
+
+/// What happens to a message that arrives while its session is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyMode {
+    /// Stop the running turn at the next safe point and answer everything received so far in
+    /// one new turn.
+    #[default]
+    Interrupt,
+    /// Answer each message in order, one turn each.
+    Queue,
+}
+
+/// The daemon: who is served, how sessions and delivery behave.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Users allowed on every platform: `platform:id` or a bare id. Env: `HERMES_ALLOWED_USERS`
+    /// (comma-separated).
+    pub allowed_users: Vec<String>,
+    /// Serve everyone who can reach the bot. Env: `HERMES_ALLOW_ALL_USERS=true`.
+    pub allow_all_users: bool,
+    pub busy_mode: BusyMode,
+    pub group_sessions: GroupSessions,
+    /// Agent turns running at once across all sessions.
+    pub max_concurrent_turns: usize,
+    /// An idle session's lane is dropped from memory after this long (its history stays stored).
+    pub session_idle_minutes: u64,
+    /// On SIGTERM/SIGINT, how long running turns may take to finish before the daemon exits
+    /// (unfinished work is resumed on the next start).
+    pub shutdown_grace_secs: u64,
+    /// Attempts to send one outbound message before it is marked failed.
+    pub send_max_attempts: u32,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            allowed_users: Vec::new(),
+            allow_all_users: false,
+            busy_mode: BusyMode::default(),
+            group_sessions: GroupSessions::default(),
+            max_concurrent_turns: 8,
+            session_idle_minutes: 60,
+            shutdown_grace_secs: 20,
+            send_max_attempts: 8,
+        }
+    }
+}
+
+/// The Telegram adapter.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// Off switch; Telegram runs when this is true and a token is set.
+    pub enabled: bool,
+    /// Token from @BotFather. Env: `TELEGRAM_BOT_TOKEN`.
+    pub bot_token: Secret,
+    /// Telegram user ids allowed to talk to the bot. Env: `TELEGRAM_ALLOWED_USERS`.
+    pub allowed_users: Vec<String>,
+    /// Bot API server (a local Bot API server or a proxy). Env: `TELEGRAM_API_URL`.
+    pub api_url: String,
+    /// Long-poll timeout of getUpdates.
+    pub poll_timeout_secs: u32,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        TelegramConfig {
+            enabled: true,
+            bot_token: Secret::default(),
+            allowed_users: Vec::new(),
+            api_url: "https://api.telegram.org".into(),
+            poll_timeout_secs: 30,
+        }
+    }
+}
+
+impl TelegramConfig {
+    pub fn is_active(&self) -> bool {
+        self.enabled && !self.bot_token.is_empty()
+    }
+}
+
+/// Where configuration is looked up: the process environment in production, a map in tests.
+pub trait EnvSource {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+pub struct ProcessEnv;
+
+impl EnvSource for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    }
+}
+
+impl<const N: usize> EnvSource for [(&str, &str); N] {
+    fn var(&self, name: &str) -> Option<String> {
+        self.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// `HERMES_HOME`, or `~/.hermes`.
+pub fn home_dir(env: &dyn EnvSource) -> PathBuf {
+    if let Some(home) = env.var("HERMES_HOME") {
+        return PathBuf::from(home);
+    }
+    let user_home = env.var("HOME").unwrap_or_else(|| ".".into());
+    Path::new(&user_home).join(".hermes")
+}
+
+impl Config {
+    /// Read the file (explicit path, `HERMES_CONFIG`, or the default), overlay the environment,
+    /// and validate.
+    pub fn load(explicit: Option<&Path>, env: &dyn EnvSource) -> Result<Config, ConfigError> {
+        let home = home_dir(env);
+        let (path, required) = match explicit
+            .map(Path::to_path_buf)
+            .or_else(|| env.var("HERMES_CONFIG").map(PathBuf::from))
+        {
+            Some(p) => (p, true),
+            None => (home.join("config.toml"), false),
+        };
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let mut c = Config::parse(&text, &path)?;
+                c.source = Some(path.clone());
+                c
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Config::default(),
+            Err(e) => return Err(ConfigError::unreadable(&path, &e)),
+        };
+        config.home = home;
+        env::overlay(&mut config, env)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parse TOML text; errors name the key path and the line.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let de = toml::de::Deserializer::parse(text)
+            .map_err(|e| ConfigError::toml(path, text, "", &e))?;
+        let mut config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            ConfigError::toml(path, text, &key, e.inner())
+        })?;
+        config.llm.base_url_explicit = text_sets_base_url(text);
+        Ok(config)
+    }
+
+    /// Semantic checks the types cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let file = self.source.as_deref();
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        check_http_url(&self.llm.base_url).or_else(|p| bad("llm.base_url", p))?;
+        if self.llm.model.trim().is_empty() {
+            return bad(
+                "llm.model",
+                "must not be empty (for example \"gpt-4o-mini\")".into(),
+            );
+        }
+        if self.llm.max_concurrent_requests == 0 {
+            return bad("llm.max_concurrent_requests", "must be at least 1".into());
+        }
+        if self.agent.max_iterations == 0 {
+            return bad("agent.max_iterations", "must be at least 1".into());
+        }
+        if self.agent.history_messages < 2 {
+            return bad("agent.history_messages", "must be at least 2".into());
+        }
+        if let Some(tz) = &self.agent.timezone
+            && jiff::tz::TimeZone::get(tz).is_err()
+        {
+            return bad(
+                "agent.timezone",
+                format!("unknown time zone `{tz}` (use an IANA name such as \"Europe/Berlin\")"),
+            );
+        }
+        if self.gateway.max_concurrent_turns == 0 {
+            return bad("gateway.max_concurrent_turns", "must be at least 1".into());
+        }
+        if self.gateway.send_max_attempts == 0 {
+            return bad("gateway.send_max_attempts", "must be at least 1".into());
+        }
+        for entry in &self.gateway.allowed_users {
+            if let Some((platform, id)) = entry.split_once(':') {
+                if platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty() {
+                    return bad(
+                        "gateway.allowed_users",
+                        format!("`{entry}` is not `platform:id` or a bare user id"),
+                    );
+                }
+            }
+        }
+        check_http_url(&self.telegram.api_url).or_else(|p| bad("telegram.api_url", p))?;
+        if self.telegram.poll_timeout_secs > 50 {
+            return bad(
+                "telegram.poll_timeout_secs",
+                "must be at most 50 (Telegram caps long polls)".into(),
+            );
+        }
+        if let Some(id) = self
+            .telegram
+            .allowed_users
+            .iter()
+            .find(|id| id.parse::<i64>().is_err())
+        {
+            return bad(
+                "telegram.allowed_users",
+                format!(
+                    "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Path of the SQLite database.
+    pub fn database_path(&self) -> PathBuf {
+        self.home.join("hermes.db")
+    }
+}
+
+fn check_http_url(value: &str) -> Result<(), String> {
+    match reqwest::Url::parse(value) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(_) => Err(format!("`{value}` must be an http:// or https:// URL")),
+        Err(e) => Err(format!("`{value}` is not a URL: {e}")),
+    }
+}
+
+/// Whether the file sets `llm.base_url` (so a keyless local provider counts as configured).
+fn text_sets_base_url(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get("llm")?.get("base_url").cloned())
+        .is_some()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+//! Unit tests of configuration loading.
+
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new("/etc/hermes/config.toml"))
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    let c = parse("").unwrap();
+    assert_eq!(c.agent.max_iterations, 90);
+    assert_eq!(c.gateway.busy_mode, BusyMode::Interrupt);
+    assert!(!c.llm.is_configured());
+}
+
+#[test]
+fn wrong_type_names_key_and_line() {
+    let err = parse("[agent]\nmax_iterations = \"many\"\n").unwrap_err();
+    assert_eq!(err.key, "agent.max_iterations");
+    assert_eq!(err.line, Some(2));
+    let shown = err.to_string();
+    assert!(
+        shown.contains("/etc/hermes/config.toml, line 2, key `agent.max_iterations`"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn unknown_variant_and_unknown_key_are_reported() {
+    let err = parse("[gateway]\nbusy_mode = \"fast\"\n").unwrap_err();
+    assert_eq!(err.key, "gateway.busy_mode");
+    assert!(err.problem.contains("interrupt"), "{}", err.problem);
+
+    let err = parse("[gateway]\nbussy_mode = \"queue\"\n").unwrap_err();
+    assert!(err.problem.contains("bussy_mode"), "{}", err.problem);
+    assert!(err.key.starts_with("gateway"), "{}", err.key);
+}
+
+#[test]
+fn syntax_error_has_a_line() {
+    let err = parse("[llm]\nmodel = \n").unwrap_err();
+    assert_eq!(err.line, Some(2));
+}
+
+#[test]
+fn environment_overrides_file_and_marks_provider_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(
+        &path,
+        "[llm]\nmodel = \"from-file\"\n[telegram]\nallowed_users = [\"1\"]\n",
+    )
+    .unwrap();
+    let env = [
+        ("HERMES_HOME", "/var/lib/hermes"),
+        ("HERMES_MODEL", "from-env"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1/"),
+        ("TELEGRAM_BOT_TOKEN", "123:abc"),
+        ("TELEGRAM_ALLOWED_USERS", "42, 43"),
+    ];
+    let c = Config::load(Some(&path), &env).unwrap();
+    assert_eq!(c.llm.model, "from-env");
+    assert_eq!(c.llm.base_url, "http://127.0.0.1:11434/v1");
+    assert!(c.llm.is_configured());
+    assert!(c.telegram.is_active());
+    assert_eq!(c.telegram.allowed_users, ["42", "43"]);
+    assert_eq!(c.home, Path::new("/var/lib/hermes"));
+    assert!(
+        !format!("{c:?}").contains("123:abc"),
+        "token leaked into Debug"
+    );
+}
+
+#[test]
+fn semantic_errors_name_the_key() {
+    let env = [("HERMES_HOME", "/tmp/x")];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    for (text, key) in [
+        ("[llm]\nbase_url = \"ftp://x\"\n", "llm.base_url"),
+        ("[agent]\nmax_iterations = 0\n", "agent.max_iterations"),
+        ("[agent]\ntimezone = \"Mars/Olympus\"\n", "agent.timezone"),
+        (
+            "[telegram]\nallowed_users = [\"@bob\"]\n",
+            "telegram.allowed_users",
+        ),
+        (
+            "[gateway]\nallowed_users = [\"icq:5\"]\n",
+            "gateway.allowed_users",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let err = Config::load(Some(&path), &env).unwrap_err();
+        assert_eq!(err.key, key, "for {text}");
+    }
+}
+
+#[test]
+fn bad_environment_values_name_the_variable() {
+    let err = Config::load(
+        Some(Path::new("/nonexistent/hermes.toml")),
+        &[("HERMES_HOME", "/tmp/x")],
+    )
+    .unwrap_err();
+    assert!(err.problem.contains("cannot read"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("HERMES_HOME", dir.path().to_str().unwrap()),
+        ("TELEGRAM_ALLOWED_USERS", "12,alice"),
+    ];
+    let err = Config::load(None, &env).unwrap_err();
+    assert_eq!(
+        err.to_string().split(':').next().unwrap(),
+        "environment variable TELEGRAM_ALLOWED_USERS"
+    );
+}
+
+#[test]
+fn missing_default_file_is_fine() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("HERMES_HOME", dir.path().to_str().unwrap())];
+    let c = Config::load(None, &env).unwrap();
+    assert!(c.source.is_none());
+    assert_eq!(c.database_path(), dir.path().join("hermes.db"));
+}

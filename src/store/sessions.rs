@@ -1,0 +1,321 @@
+//! Sessions, their message history, and turn records.
+//!
+//! A session key has at most one active session (`ended_at IS NULL`); `/new` ends it and the next
+//! message starts a fresh one, while the old history stays searchable. A turn's results (the
+//! assistant's answer, its replies in the outbox, its inbox rows marked done, its usage) are
+//! committed in one transaction, so a crash either keeps all of them or none.
+
+use hermes_adapter::{Outbound, Platform, SessionKey, now_millis};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::inbox::{self, InboxOutcome};
+use super::{Result, Store, StoreError, outbox};
+use crate::llm::{ChatMessage, Role, ToolCall, Usage};
+
+/// A conversation with the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: i64,
+    pub key: SessionKey,
+    pub created_at: i64,
+    pub model: Option<String>,
+}
+
+/// A message as stored, with its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub id: i64,
+    pub message: ChatMessage,
+    pub created_at: i64,
+}
+
+/// Totals of one session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    pub messages: u64,
+    pub turns: u64,
+    pub usage: Usage,
+}
+
+/// What one agent turn did, for the `turns` table.
+#[derive(Debug, Clone)]
+pub struct TurnRecord {
+    pub started_at: i64,
+    pub iterations: u32,
+    pub usage: Usage,
+    pub model: String,
+    pub outcome: InboxOutcome,
+}
+
+/// Everything a finished turn writes, atomically.
+#[derive(Debug, Clone)]
+pub struct TurnCommit {
+    pub session_id: i64,
+    /// New messages to append (the final answer; tool rounds are appended as they happen).
+    pub messages: Vec<ChatMessage>,
+    pub replies: Vec<(Platform, Outbound)>,
+    pub inbox_ids: Vec<i64>,
+    pub record: TurnRecord,
+}
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, i64, Option<String>)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow> {
+    Ok(SessionRow {
+        id: raw.0,
+        key: raw
+            .1
+            .parse()
+            .map_err(|e: hermes_adapter::ParseSessionKeyError| {
+                StoreError::Corrupt(e.to_string())
+            })?,
+        created_at: raw.2,
+        model: raw.3,
+    })
+}
+
+fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
+    c.query_row(
+        "SELECT id, key, created_at, model FROM sessions WHERE key = ?1 AND ended_at IS NULL",
+        [key],
+        session_row,
+    )
+    .optional()?
+    .map(decode_session)
+    .transpose()
+}
+
+fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
+    let now = now_millis();
+    c.execute(
+        "INSERT INTO sessions (key, platform, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+        params![key.to_string(), key.platform.as_str(), now],
+    )?;
+    Ok(SessionRow {
+        id: c.last_insert_rowid(),
+        key: key.clone(),
+        created_at: now,
+        model: None,
+    })
+}
+
+fn append(
+    tx: &Transaction<'_>,
+    session_id: i64,
+    msg: &ChatMessage,
+    inbox_id: Option<i64>,
+) -> Result<()> {
+    let calls = if msg.tool_calls.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(&msg.tool_calls)?)
+    };
+    let now = now_millis();
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO messages
+             (session_id, role, content, tool_calls, tool_call_id, tool_name, inbox_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        session_id,
+        msg.role.as_str(),
+        msg.content,
+        calls,
+        msg.tool_call_id,
+        msg.tool_name,
+        inbox_id,
+        now
+    ])?;
+    tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+        .execute(params![session_id, now])?;
+    Ok(())
+}
+
+impl Store {
+    /// The active session of `key`, created if there is none.
+    pub async fn session_active(&self, key: &SessionKey) -> Result<SessionRow> {
+        let key = key.clone();
+        self.call(move |c| match active(c, &key.to_string())? {
+            Some(s) => Ok(s),
+            None => create(c, &key),
+        })
+        .await
+    }
+
+    /// End the active session of `key` (if any) and start a new one.
+    pub async fn session_reset(&self, key: &SessionKey, reason: &str) -> Result<SessionRow> {
+        let (key, reason) = (key.clone(), reason.to_owned());
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE key = ?1 AND ended_at IS NULL",
+                params![key.to_string(), now_millis(), reason],
+            )?;
+            let row = create(&tx, &key)?;
+            tx.commit()?;
+            Ok(row)
+        })
+        .await
+    }
+
+    /// The last `limit` messages of a session, oldest first.
+    pub async fn history(&self, session_id: i64, limit: usize) -> Result<Vec<StoredMessage>> {
+        self.call(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, role, content, tool_calls, tool_call_id, tool_name, created_at
+                 FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2",
+            )?;
+            let mut out = stmt
+                .query_map(params![session_id, limit as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, i64>(6)?,
+                    ))
+                })?
+                .map(|raw| {
+                    let (id, role, content, calls, call_id, name, created_at) = raw?;
+                    let tool_calls: Vec<ToolCall> = match calls {
+                        Some(json) => serde_json::from_str(&json)?,
+                        None => Vec::new(),
+                    };
+                    Ok(StoredMessage {
+                        id,
+                        message: ChatMessage {
+                            role: Role::parse(&role).ok_or_else(|| {
+                                StoreError::Corrupt(format!("message role `{role}`"))
+                            })?,
+                            content,
+                            tool_calls,
+                            tool_call_id: call_id,
+                            tool_name: name,
+                        },
+                        created_at,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            out.reverse();
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Append messages to a session (tool rounds as they happen).
+    pub async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for m in &msgs {
+                append(&tx, session_id, m, None)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Append the user messages of inbox rows; a row already appended (a turn re-run after a
+    /// crash) is not appended twice.
+    pub async fn append_inbox_messages(
+        &self,
+        session_id: i64,
+        items: Vec<(i64, String)>,
+    ) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for (inbox_id, text) in &items {
+                append(
+                    &tx,
+                    session_id,
+                    &ChatMessage::user(text.clone()),
+                    Some(*inbox_id),
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Write a finished turn atomically: messages, replies, inbox rows done, usage.
+    pub async fn commit_turn(&self, commit: TurnCommit) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for m in &commit.messages {
+                append(&tx, commit.session_id, m, None)?;
+            }
+            outbox::insert(&tx, &commit.replies)?;
+            inbox::finish(&tx, &commit.inbox_ids, commit.record.outcome)?;
+            let r = &commit.record;
+            tx.execute(
+                "INSERT INTO turns (session_id, started_at, finished_at, iterations, prompt_tokens,
+                     completion_tokens, cached_tokens, model, outcome)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    commit.session_id,
+                    r.started_at,
+                    now_millis(),
+                    r.iterations,
+                    r.usage.prompt_tokens as i64,
+                    r.usage.completion_tokens as i64,
+                    r.usage.cached_tokens as i64,
+                    r.model,
+                    r.outcome.as_str()
+                ],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Finish inbox rows with direct replies (chat commands, error notices), atomically.
+    pub async fn reply_and_finish(
+        &self,
+        inbox_ids: Vec<i64>,
+        outcome: InboxOutcome,
+        replies: Vec<(Platform, Outbound)>,
+    ) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            outbox::insert(&tx, &replies)?;
+            inbox::finish(&tx, &inbox_ids, outcome)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Message and token totals of a session.
+    pub async fn session_stats(&self, session_id: i64) -> Result<SessionStats> {
+        self.call(move |c| {
+            let messages: i64 = c.query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )?;
+            let (turns, p, comp, cached): (i64, i64, i64, i64) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
+                        COALESCE(SUM(cached_tokens), 0)
+                 FROM turns WHERE session_id = ?1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            Ok(SessionStats {
+                messages: messages as u64,
+                turns: turns as u64,
+                usage: Usage {
+                    prompt_tokens: p as u64,
+                    completion_tokens: comp as u64,
+                    cached_tokens: cached as u64,
+                },
+            })
+        })
+        .await
+    }
+}
