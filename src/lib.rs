@@ -7,3 +7,4 @@
 pub mod config;
 pub mod llm;
 pub mod store;
+pub mod tools;

@@ -1,0 +1,79 @@
+//! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`], one file per built-in.
+
+mod current_time;
+mod registry;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hermes_adapter::SessionKey;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use current_time::CurrentTime;
+pub use registry::ToolRegistry;
+
+/// What a tool touches; with the session's permission level it decides whether a call runs at
+/// once, needs confirmation, or is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Category {
+    Read,
+    Write,
+    System,
+    Finance,
+}
+
+/// A tool's static description.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// Unique name the model calls it by (`snake_case`).
+    pub name: &'static str,
+    /// Written for the model: what it does, when to use it, its limits.
+    pub description: &'static str,
+    pub category: Category,
+    /// Safe to run concurrently with other calls of the same response.
+    pub parallel_safe: bool,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    /// Longest a call may run before it is abandoned.
+    pub timeout: Duration,
+}
+
+/// What a tool knows about the turn calling it.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub session: SessionKey,
+    /// The user's time zone, from configuration.
+    pub timezone: jiff::tz::TimeZone,
+    /// Cancelled when the turn is stopped; long tools should watch it.
+    pub cancel: CancellationToken,
+}
+
+/// Why a call failed; shown to the model as the tool's result so it can correct itself.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("no tool named `{0}` exists")]
+    Unknown(String),
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A capability the agent can use.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    /// Run with validated-as-JSON arguments; return text for the model.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Decode arguments into a tool's typed struct, with an error the model can act on.
+pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}

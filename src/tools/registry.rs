@@ -1,0 +1,204 @@
+//! [`ToolRegistry`]: the tools of one agent, their schemas for the model, and safe execution
+//! (argument parsing, timeout, cancellation, output cap: a failing tool is data for the model,
+//! never a crash of the turn).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Tool, ToolContext, ToolError};
+use crate::llm::{ToolCall, ToolSchema};
+
+/// The tools available to an agent, in registration order (kept stable so the prompt prefix is
+/// byte-identical across turns).
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a tool. Panics on a duplicate name: that is a programming error.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let name = tool.spec().name;
+        assert!(self.get(name).is_none(), "tool `{name}` registered twice");
+        self.tools.push(tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.spec().name == name)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Schemas for the model.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools
+            .iter()
+            .map(|t| {
+                let s = t.spec();
+                ToolSchema {
+                    name: s.name.to_owned(),
+                    description: s.description.to_owned(),
+                    parameters: s.parameters.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Run one call and return the text the model sees: the result, cut to `max_chars`, or
+    /// `error: …`.
+    pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext, max_chars: usize) -> String {
+        let outcome = self.try_execute(call, ctx).await;
+        match outcome {
+            Ok(text) => cap(text, max_chars),
+            Err(e) => {
+                tracing::debug!(tool = %call.name, error = %e, "tool call failed");
+                cap(format!("error: {e}"), max_chars)
+            }
+        }
+    }
+
+    async fn try_execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<String, ToolError> {
+        let tool = self
+            .get(&call.name)
+            .ok_or_else(|| ToolError::Unknown(call.name.clone()))?;
+        let raw = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        };
+        let args: Value = serde_json::from_str(raw)
+            .map_err(|e| ToolError::InvalidArguments(format!("not valid JSON ({e})")))?;
+        if !args.is_object() {
+            return Err(ToolError::InvalidArguments(
+                "arguments must be a JSON object".into(),
+            ));
+        }
+        let timeout = tool.spec().timeout;
+        tokio::select! {
+            r = tokio::time::timeout(timeout, tool.call(args, ctx)) => {
+                r.map_err(|_| ToolError::TimedOut(timeout))?
+            }
+            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+/// Cut `text` to at most `max` characters, saying how much was left out.
+fn cap(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!(
+        "{kept}\n[… output cut: {} of {total} characters omitted]",
+        total - max
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use hermes_adapter::{Platform, SessionKey};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::tools::{Category, ToolSpec};
+
+    struct Echo(ToolSpec);
+
+    #[async_trait]
+    impl Tool for Echo {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        async fn call(&self, args: Value, _: &ToolContext) -> Result<String, ToolError> {
+            if args.get("sleep").is_some() {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            Ok(args.to_string())
+        }
+    }
+
+    fn registry() -> ToolRegistry {
+        let mut r = ToolRegistry::new();
+        r.register(Arc::new(Echo(ToolSpec {
+            name: "echo",
+            description: "echoes",
+            category: Category::Read,
+            parallel_safe: true,
+            parameters: json!({"type": "object"}),
+            timeout: Duration::from_secs(5),
+        })));
+        r
+    }
+
+    fn ctx() -> ToolContext {
+        ToolContext {
+            session: SessionKey::direct(Platform::Cli, "me"),
+            timezone: jiff::tz::TimeZone::UTC,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "1".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_calls_become_errors_for_the_model() {
+        let r = registry();
+        assert_eq!(
+            r.execute(&call("echo", r#"{"a":1}"#), &ctx(), 100).await,
+            r#"{"a":1}"#
+        );
+        assert_eq!(r.execute(&call("echo", ""), &ctx(), 100).await, "{}");
+        assert!(
+            r.execute(&call("nope", "{}"), &ctx(), 100)
+                .await
+                .starts_with("error: no tool named `nope`")
+        );
+        assert!(
+            r.execute(&call("echo", "{oops"), &ctx(), 100)
+                .await
+                .starts_with("error: invalid arguments: not valid JSON")
+        );
+        assert!(
+            r.execute(&call("echo", "[1]"), &ctx(), 100)
+                .await
+                .contains("must be a JSON object")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_tools_time_out() {
+        let out = registry()
+            .execute(&call("echo", r#"{"sleep":1}"#), &ctx(), 100)
+            .await;
+        assert_eq!(out, "error: timed out after 5s");
+    }
+
+    #[test]
+    fn long_output_is_cut_with_a_note() {
+        let out = cap("x".repeat(50), 10);
+        assert!(out.starts_with("xxxxxxxxxx\n[… output cut: 40 of 50"));
+    }
+}
