@@ -4,7 +4,9 @@
 //! inbox, runs one agent turn per message in a per-session lane, and answers through the outbox.
 //! See `ARCHITECTURE.md` in the repository for the data flow and its invariants.
 
+pub mod agent;
 pub mod config;
+pub mod gateway;
 pub mod llm;
 pub mod store;
 pub mod tools;

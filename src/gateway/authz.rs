@@ -1,0 +1,103 @@
+//! Who may talk to the agent: deny by default, per-platform allowlists, a global allowlist, or
+//! an explicit allow-all.
+
+use std::collections::{HashMap, HashSet};
+
+use hermes_adapter::{Platform, UserId};
+
+use crate::config::Config;
+
+/// Decides whether a sender is served.
+#[derive(Debug, Clone, Default)]
+pub struct Authorizer {
+    allow_all: bool,
+    /// `(None, id)`: a bare id from the global list, allowed on every platform.
+    global: HashSet<(Option<Platform>, String)>,
+    per_platform: HashMap<Platform, HashSet<String>>,
+}
+
+impl Authorizer {
+    pub fn from_config(config: &Config) -> Self {
+        let global = config
+            .gateway
+            .allowed_users
+            .iter()
+            .map(|entry| match entry.split_once(':') {
+                Some((p, id)) => match p.parse::<Platform>() {
+                    Ok(p) => (Some(p), id.trim().to_owned()),
+                    Err(_) => (None, entry.trim().to_owned()),
+                },
+                None => (None, entry.trim().to_owned()),
+            })
+            .collect();
+        let mut per_platform = HashMap::new();
+        per_platform.insert(
+            Platform::Telegram,
+            config.telegram.allowed_users.iter().cloned().collect(),
+        );
+        Authorizer {
+            allow_all: config.gateway.allow_all_users,
+            global,
+            per_platform,
+        }
+    }
+
+    pub fn allows(&self, platform: Platform, user: &UserId) -> bool {
+        if platform == Platform::Cli || self.allow_all {
+            return true;
+        }
+        let id = user.as_str();
+        self.per_platform
+            .get(&platform)
+            .is_some_and(|set| set.contains(id))
+            || self.global.contains(&(Some(platform), id.to_owned()))
+            || self.global.contains(&(None, id.to_owned()))
+    }
+
+    /// Whether nobody at all can be served on `platform` (worth a warning at startup).
+    pub fn nobody_on(&self, platform: Platform) -> bool {
+        !self.allow_all
+            && self
+                .per_platform
+                .get(&platform)
+                .is_none_or(HashSet::is_empty)
+            && !self
+                .global
+                .iter()
+                .any(|(p, _)| p.is_none() || *p == Some(platform))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(global: &[&str], telegram: &[&str], all: bool) -> Config {
+        let mut c = Config::default();
+        c.gateway.allowed_users = global.iter().map(|s| s.to_string()).collect();
+        c.telegram.allowed_users = telegram.iter().map(|s| s.to_string()).collect();
+        c.gateway.allow_all_users = all;
+        c
+    }
+
+    #[test]
+    fn deny_by_default() {
+        let a = Authorizer::from_config(&config(&[], &[], false));
+        assert!(!a.allows(Platform::Telegram, &"1".into()));
+        assert!(a.nobody_on(Platform::Telegram));
+        assert!(a.allows(Platform::Cli, &"anyone".into()));
+    }
+
+    #[test]
+    fn lists_and_allow_all() {
+        let a = Authorizer::from_config(&config(&["7", "discord:8"], &["5"], false));
+        assert!(a.allows(Platform::Telegram, &"5".into()));
+        assert!(a.allows(Platform::Telegram, &"7".into()));
+        assert!(a.allows(Platform::Discord, &"7".into()));
+        assert!(a.allows(Platform::Discord, &"8".into()));
+        assert!(!a.allows(Platform::Telegram, &"8".into()));
+        assert!(!a.allows(Platform::Discord, &"5".into()));
+        let all = Authorizer::from_config(&config(&[], &[], true));
+        assert!(all.allows(Platform::Telegram, &"999".into()));
+    }
+}

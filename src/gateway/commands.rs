@@ -1,0 +1,192 @@
+//! Chat commands answered by the gateway itself, without the model: `/help` (`/start`), `/new`
+//! (`/reset`), `/stop`, `/status`. Anything else starting with `/` goes to the agent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_adapter::SessionKey;
+
+use super::Shared;
+use super::health::ListenerState;
+use crate::store::InboxOutcome;
+
+/// Answer a built-in command, or `None` if `name` is not one.
+pub(crate) async fn handle(
+    shared: &Arc<Shared>,
+    key: &SessionKey,
+    name: &str,
+    _arg: &str,
+) -> Option<String> {
+    Some(match name {
+        "help" | "start" => HELP.to_owned(),
+        "new" | "reset" => {
+            let stopped = stop_session(shared, key).await;
+            if let Err(e) = shared.store.session_reset(key, "user command").await {
+                tracing::error!(error = %e, "cannot reset a session");
+                return Some("⚠️ I could not start a new conversation (storage error). Try again in a moment.".into());
+            }
+            format!(
+                "✨ Started a new conversation. I have forgotten the earlier messages of this chat.{}",
+                stopped.note()
+            )
+        }
+        "stop" => {
+            let stopped = stop_session(shared, key).await;
+            if stopped.was_running || stopped.discarded > 0 {
+                format!("⏹ Stopped.{}", stopped.note())
+            } else {
+                "Nothing to stop: I was not working on anything.".to_owned()
+            }
+        }
+        "status" => status(shared, key).await,
+        _ => return None,
+    })
+}
+
+const HELP: &str = "I'm Hermes, your AI assistant. Just write to me.\n\n\
+Commands:\n\
+/new — start a new conversation (/reset works too)\n\
+/stop — stop what I'm doing and drop waiting messages\n\
+/status — this conversation, the model, and my health\n\
+/help — this message";
+
+struct Stopped {
+    was_running: bool,
+    discarded: usize,
+}
+
+impl Stopped {
+    fn note(&self) -> String {
+        match self.discarded {
+            0 => String::new(),
+            1 => " 1 waiting message was dropped.".to_owned(),
+            n => format!(" {n} waiting messages were dropped."),
+        }
+    }
+}
+
+/// Cancel the session's running turn and finish its queued messages as stopped.
+async fn stop_session(shared: &Arc<Shared>, key: &SessionKey) -> Stopped {
+    let lane = shared.pool.get(key);
+    let guard = match &lane {
+        Some(lane) => Some(lane.state.lock().await),
+        None => None,
+    };
+    let was_running = guard
+        .as_ref()
+        .and_then(|s| s.control.as_ref())
+        .is_some_and(|c| {
+            c.stop.cancel();
+            true
+        });
+    let queued = shared
+        .store
+        .inbox_queued_for(key, 10_000)
+        .await
+        .unwrap_or_default();
+    // Rows of the running turn are finished by the turn itself.
+    let included = guard.as_ref().map_or(0, |s| {
+        if s.control.is_some() {
+            s.max_included
+        } else {
+            0
+        }
+    });
+    let ids: Vec<i64> = queued
+        .iter()
+        .map(|r| r.id)
+        .filter(|id| *id > included)
+        .collect();
+    let discarded = ids.len();
+    if !ids.is_empty()
+        && let Err(e) = shared.store.inbox_finish(ids, InboxOutcome::Stopped).await
+    {
+        tracing::error!(error = %e, "cannot drop queued messages");
+    }
+    drop(guard);
+    Stopped {
+        was_running,
+        discarded,
+    }
+}
+
+async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
+    let mut out = format!("Session: {key}\n");
+    match shared.store.session_active(key).await {
+        Ok(session) => {
+            let stats = shared
+                .store
+                .session_stats(session.id)
+                .await
+                .unwrap_or_default();
+            let since = jiff::Timestamp::from_millisecond(session.created_at)
+                .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "Started {since}; {} messages, {} turns, {} tokens in / {} out\n",
+                stats.messages,
+                stats.turns,
+                stats.usage.prompt_tokens,
+                stats.usage.completion_tokens
+            ));
+            let model = session.model.as_deref().unwrap_or(shared.agent.model());
+            out.push_str(&format!(
+                "Model: {model} ({})\n",
+                shared.agent.provider().describe()
+            ));
+        }
+        Err(e) => out.push_str(&format!("(session unavailable: {e})\n")),
+    }
+    let busy = match shared.pool.get(key) {
+        Some(lane) => lane.state.lock().await.control.is_some(),
+        None => false,
+    };
+    let waiting = shared
+        .store
+        .inbox_queued_for(key, 1000)
+        .await
+        .map(|r| r.len())
+        .unwrap_or(0);
+    out.push_str(&format!(
+        "Now: {}{}\n",
+        if busy { "working on an answer" } else { "idle" },
+        match waiting {
+            0 => String::new(),
+            n => format!(", {n} message(s) waiting"),
+        }
+    ));
+    for (platform, h) in shared.health.snapshot() {
+        let state = match h.state {
+            ListenerState::Up => "up",
+            ListenerState::Starting => "connecting",
+            ListenerState::Restarting => "reconnecting",
+            ListenerState::Stopped => "stopped",
+        };
+        let beat = h
+            .last_heartbeat
+            .map(|t| format!(", last heard {} ago", short(t.elapsed())))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{platform}: {state}{beat}, {} restarts\n",
+            h.restarts
+        ));
+    }
+    out.push_str(&format!(
+        "Gateway: up {}, {} turns running, {} active sessions · hermes {}",
+        short(shared.started.elapsed()),
+        shared.pool.running_turns(),
+        shared.pool.active_lanes(),
+        env!("CARGO_PKG_VERSION")
+    ));
+    out
+}
+
+fn short(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d {}h", s / 86400, (s % 86400) / 3600),
+    }
+}

@@ -1,0 +1,242 @@
+//! A session lane's task: take the session's queued messages in order, run one agent turn at a
+//! time, and commit each turn's answer, replies and inbox rows together.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use hermes_adapter::{Message, now_millis};
+use tracing::Instrument;
+
+use super::Shared;
+use super::delivery::{replies, user_content};
+use super::session_pool::Lane;
+use crate::agent::{Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
+use crate::config::BusyMode;
+use crate::llm::{ChatMessage, LlmError};
+use crate::store::{InboxOutcome, InboxRow, TurnCommit, TurnRecord};
+
+/// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
+const MAX_BATCH: usize = 20;
+
+/// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
+pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
+    let idle = Duration::from_secs(shared.config.gateway.session_idle_minutes.max(1) * 60);
+    loop {
+        if shared.draining.is_cancelled() {
+            return;
+        }
+        lane.pending.store(false, Ordering::SeqCst);
+        let has_work = match shared.store.inbox_queued_for(&lane.key, 1).await {
+            Ok(rows) => !rows.is_empty(),
+            Err(e) => {
+                tracing::error!(session = %lane.key, error = %e, "cannot read the inbox; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        if !has_work {
+            tokio::select! {
+                _ = lane.wake.notified() => continue,
+                _ = shared.draining.cancelled() => return,
+                _ = tokio::time::sleep(idle) => {
+                    if shared.pool.retire(&lane) {
+                        tracing::debug!(session = %lane.key, "idle session lane retired");
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let permit = tokio::select! {
+            biased;
+            _ = shared.draining.cancelled() => return,
+            p = shared.pool.turns.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        if shared.draining.is_cancelled() {
+            return;
+        }
+        let limit = match shared.config.gateway.busy_mode {
+            BusyMode::Queue => 1,
+            BusyMode::Interrupt => MAX_BATCH,
+        };
+        let (rows, control) = {
+            let mut state = lane.state.lock().await;
+            let rows = match shared.store.inbox_queued_for(&lane.key, limit).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::error!(session = %lane.key, error = %e, "cannot read the inbox");
+                    continue;
+                }
+            };
+            let control = TurnControl {
+                interrupt: tokio_util::sync::CancellationToken::new(),
+                stop: shared.hard_stop.child_token(),
+            };
+            state.max_included = rows.last().map_or(0, |r| r.id);
+            state.control = Some(control.clone());
+            (rows, control)
+        };
+        if let Some(last) = rows.last().map(|r| r.id) {
+            let span = tracing::info_span!("turn", session = %lane.key, inbox = last);
+            run_turn(&shared, &lane, rows, control)
+                .instrument(span)
+                .await;
+        }
+        lane.state.lock().await.control = None;
+        drop(permit);
+    }
+}
+
+/// Run one turn over `rows` and commit what it produced.
+async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, control: TurnControl) {
+    let Some(last) = rows.last().map(|r| r.message.clone()) else {
+        return;
+    };
+    let session = match shared.store.session_active(&lane.key).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the session; will retry");
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            return;
+        }
+    };
+    let started_at = now_millis();
+    let typing = start_typing(shared, &last);
+    let input = TurnInput {
+        session: &session,
+        setting: Setting {
+            platform: last.platform,
+            chat: last.chat.kind,
+        },
+        new_messages: rows
+            .iter()
+            .map(|r| (r.id, user_content(&r.message)))
+            .collect(),
+        control: control.clone(),
+    };
+    let result = shared.agent.run_turn(input).await;
+    if let Some(t) = typing {
+        t.abort();
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "turn aborted by a storage error; the messages stay queued");
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            return;
+        }
+    };
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let reply_key = format!("turn:{}", ids.last().copied().unwrap_or_default());
+    let TurnReport {
+        outcome,
+        usage,
+        iterations,
+    } = report;
+    let record = |outcome| TurnRecord {
+        started_at,
+        iterations,
+        usage,
+        model: session
+            .model
+            .clone()
+            .unwrap_or_else(|| shared.agent.model().to_owned()),
+        outcome,
+    };
+    let commit = match outcome {
+        TurnOutcome::Answered(text) | TurnOutcome::BudgetExhausted(text) => {
+            tracing::info!(
+                iterations,
+                prompt_tokens = usage.prompt_tokens,
+                completion_tokens = usage.completion_tokens,
+                "turn answered"
+            );
+            TurnCommit {
+                session_id: session.id,
+                replies: replies(shared, &last, &text, &reply_key),
+                messages: vec![ChatMessage::assistant(text)],
+                inbox_ids: ids,
+                record: record(InboxOutcome::Replied),
+            }
+        }
+        TurnOutcome::Failed(err) => {
+            tracing::warn!(error = %err, "turn failed");
+            TurnCommit {
+                session_id: session.id,
+                replies: replies(shared, &last, &failure_notice(&err), &reply_key),
+                messages: vec![],
+                inbox_ids: ids,
+                record: record(InboxOutcome::Failed),
+            }
+        }
+        TurnOutcome::Cancelled if shared.hard_stop.is_cancelled() => {
+            tracing::info!("turn cancelled by shutdown; its messages resume at the next start");
+            return;
+        }
+        TurnOutcome::Cancelled => {
+            let outcome = if control.stop.is_cancelled() {
+                InboxOutcome::Stopped
+            } else {
+                InboxOutcome::Interrupted
+            };
+            tracing::info!(outcome = outcome.as_str(), "turn cancelled");
+            TurnCommit {
+                session_id: session.id,
+                replies: vec![],
+                messages: vec![],
+                inbox_ids: ids,
+                record: record(outcome),
+            }
+        }
+    };
+    let has_replies = !commit.replies.is_empty();
+    if let Err(e) = shared.store.commit_turn(commit).await {
+        tracing::error!(error = %e, "cannot store the turn's result; the messages stay queued");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        return;
+    }
+    if has_replies {
+        shared.outbox_signal.notify_one();
+    }
+}
+
+/// What the user is told when the model provider fails: what happened and what to do, never a
+/// raw error dump.
+fn failure_notice(err: &LlmError) -> String {
+    let what = match err {
+        LlmError::RateLimited { .. } => "the model provider is rate limiting me right now",
+        LlmError::Unavailable(_) => "the model provider is unavailable right now",
+        LlmError::Timeout => "the model provider did not answer in time",
+        LlmError::Unauthorized(_) => {
+            "the model provider rejected my credentials (the operator should check the API key)"
+        }
+        LlmError::Rejected(_) => {
+            "the model provider rejected the request (the operator can find details in the log)"
+        }
+        LlmError::Malformed(_) => "the model provider sent an answer I could not read",
+    };
+    format!(
+        "⚠️ Sorry, I could not answer: {what}. Your message is saved; send \"try again\" in a moment."
+    )
+}
+
+/// Keep a "typing…" indicator up while the turn runs (platform indicators expire after ~5 s).
+fn start_typing(shared: &Arc<Shared>, msg: &Message) -> Option<tokio::task::JoinHandle<()>> {
+    let adapter = shared.adapters.get(&msg.platform)?.clone();
+    if !adapter.capabilities().typing {
+        return None;
+    }
+    let (chat, thread) = (msg.chat.id.clone(), msg.thread.clone());
+    Some(tokio::spawn(async move {
+        loop {
+            if let Err(e) = adapter.typing(&chat, thread.as_ref()).await {
+                tracing::debug!(error = %e, "typing indicator failed");
+            }
+            tokio::time::sleep(Duration::from_secs(4)).await;
+        }
+    }))
+}

@@ -1,0 +1,93 @@
+//! The router: takes newly stored inbox rows in order and decides, once for every platform, what
+//! happens to each: ignored (sender not allowed, not addressed to the bot, another bot), answered
+//! as a chat command, or queued in its session's lane.
+
+use std::sync::Arc;
+
+use hermes_adapter::SessionKey;
+
+use super::Shared;
+use super::commands;
+use crate::store::{InboxOutcome, InboxRow};
+
+const BATCH: usize = 100;
+
+/// Route rows until intake stops. At start, lanes with queued rows from before a restart are
+/// woken and rows still `new` are routed.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    match shared.store.inbox_queued_sessions().await {
+        Ok(keys) => {
+            if !keys.is_empty() {
+                tracing::info!(
+                    sessions = keys.len(),
+                    "resuming queued messages from before the restart"
+                );
+            }
+            for key in keys {
+                shared.pool.notify(&shared, &key, 0).await;
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot read queued messages"),
+    }
+    let mut last = 0i64;
+    loop {
+        // Register interest before reading, so a row stored during the read still wakes us.
+        let signal = shared.inbox_signal.notified();
+        match shared.store.inbox_new(last, BATCH).await {
+            Ok(rows) if !rows.is_empty() => {
+                for row in rows {
+                    last = row.id;
+                    route(&shared, row).await;
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the inbox; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        }
+        tokio::select! {
+            _ = signal => {}
+            _ = shared.intake.cancelled() => return,
+        }
+    }
+}
+
+async fn route(shared: &Arc<Shared>, row: InboxRow) {
+    let msg = &row.message;
+    let ignore = |outcome: InboxOutcome| async move {
+        if let Err(e) = shared.store.inbox_ignore(row.id, outcome).await {
+            tracing::error!(error = %e, "cannot update the inbox");
+        }
+    };
+    if !shared.authz.allows(msg.platform, &msg.sender.id) {
+        tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "ignoring a message from a user who is not allowed");
+        return ignore(InboxOutcome::Unauthorized).await;
+    }
+    if msg.sender.is_bot || !msg.trigger.addressed() {
+        tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, "ignoring a message not addressed to the bot");
+        return ignore(InboxOutcome::NotAddressed).await;
+    }
+    let key = SessionKey::for_message(msg, shared.config.gateway.group_sessions);
+    if let Some((name, arg)) = msg.command()
+        && let Some(reply) = commands::handle(shared, &key, &name, arg).await
+    {
+        let rows = super::delivery::replies(shared, msg, &reply, &format!("cmd:{}", row.id));
+        match shared
+            .store
+            .reply_and_finish(vec![row.id], InboxOutcome::Command, rows)
+            .await
+        {
+            Ok(()) => shared.outbox_signal.notify_one(),
+            Err(e) => tracing::error!(error = %e, "cannot store a command reply"),
+        }
+        return;
+    }
+    if let Err(e) = shared.store.inbox_queue(row.id, &key).await {
+        tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
+        return;
+    }
+    shared.pool.notify(shared, &key, row.id).await;
+}

@@ -1,0 +1,216 @@
+//! Adapter supervision: run each listener, restart it with backoff when it fails, and restart it
+//! when it is connected but silent for too long (a listener that "looks healthy" but receives
+//! nothing is the most common failure users report).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hermes_adapter::{Adapter, AdapterError, InboundSink};
+use tokio_util::sync::CancellationToken;
+
+use super::health::{HealthBoard, ListenerState};
+
+/// Restart timing.
+#[derive(Debug, Clone, Copy)]
+pub struct SupervisorPolicy {
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// After another client took the updates (Telegram 409).
+    pub conflict_backoff: Duration,
+    /// After the platform rejected the credentials.
+    pub unauthorized_backoff: Duration,
+    /// A listener without a heartbeat for this long is restarted.
+    pub silence_limit: Duration,
+    /// A run that lasted this long resets the backoff.
+    pub stable_after: Duration,
+}
+
+impl Default for SupervisorPolicy {
+    fn default() -> Self {
+        SupervisorPolicy {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            conflict_backoff: Duration::from_secs(35),
+            unauthorized_backoff: Duration::from_secs(300),
+            silence_limit: Duration::from_secs(150),
+            stable_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Run `adapter` until `shutdown`, restarting it as needed.
+pub async fn supervise(
+    adapter: Arc<dyn Adapter>,
+    sink: Arc<dyn InboundSink>,
+    health: Arc<HealthBoard>,
+    policy: SupervisorPolicy,
+    shutdown: CancellationToken,
+) {
+    let platform = adapter.platform();
+    let mut backoff = policy.initial_backoff;
+    while !shutdown.is_cancelled() {
+        health.set_state(platform, ListenerState::Starting, None);
+        let run_token = shutdown.child_token();
+        let watchdog = tokio::spawn(watch_silence(
+            platform,
+            health.clone(),
+            policy.silence_limit,
+            run_token.clone(),
+        ));
+        let started = Instant::now();
+        let result = adapter.run(sink.clone(), run_token.clone()).await;
+        watchdog.abort();
+        if shutdown.is_cancelled() {
+            break;
+        }
+        if started.elapsed() >= policy.stable_after {
+            backoff = policy.initial_backoff;
+        }
+        let (delay, error) = match result {
+            Ok(()) if run_token.is_cancelled() => {
+                tracing::warn!(%platform, silent_for = ?policy.silence_limit, "listener went silent; restarting it");
+                (
+                    policy.initial_backoff,
+                    Some("listener went silent".to_owned()),
+                )
+            }
+            Ok(()) => {
+                tracing::warn!(%platform, "listener stopped by itself; restarting it");
+                (backoff, Some("listener stopped".to_owned()))
+            }
+            Err(AdapterError::Conflict(msg)) => {
+                tracing::error!(%platform, "another process is receiving this bot's updates (is a second hermes running with the same token?): {msg}; retrying in {:?}", policy.conflict_backoff);
+                (policy.conflict_backoff, Some(format!("conflict: {msg}")))
+            }
+            Err(AdapterError::Unauthorized(msg)) => {
+                tracing::error!(%platform, "the platform rejected the credentials ({msg}); check the token; retrying in {:?}", policy.unauthorized_backoff);
+                (
+                    policy.unauthorized_backoff,
+                    Some(format!("unauthorized: {msg}")),
+                )
+            }
+            Err(e) => {
+                tracing::warn!(%platform, error = %e, retry_in = ?backoff, "listener failed; restarting it");
+                (backoff, Some(e.to_string()))
+            }
+        };
+        health.set_state(platform, ListenerState::Restarting, error);
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.cancelled() => break,
+        }
+        backoff = (backoff * 2).min(policy.max_backoff);
+    }
+    health.set_state(platform, ListenerState::Stopped, None);
+}
+
+async fn watch_silence(
+    platform: hermes_adapter::Platform,
+    health: Arc<HealthBoard>,
+    limit: Duration,
+    run: CancellationToken,
+) {
+    let tick = (limit / 4).max(Duration::from_millis(50));
+    loop {
+        tokio::time::sleep(tick).await;
+        if health.silence(platform).is_some_and(|s| s > limit) {
+            run.cancel();
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use async_trait::async_trait;
+    use hermes_adapter::{
+        Capabilities, Delivery, LengthUnit, Message, Outbound, Platform, SendError, SentId,
+        SinkError,
+    };
+
+    use super::*;
+
+    /// Fails twice, then goes silent (never heartbeats) until cancelled.
+    struct Flaky {
+        runs: AtomicU32,
+    }
+
+    #[async_trait]
+    impl Adapter for Flaky {
+        fn platform(&self) -> Platform {
+            Platform::Telegram
+        }
+        fn capabilities(&self) -> Capabilities {
+            Capabilities {
+                max_message_len: 10,
+                length_unit: LengthUnit::Chars,
+                edit: false,
+                typing: false,
+                buttons: false,
+                threads: false,
+                attachments: false,
+            }
+        }
+        async fn run(
+            &self,
+            _: Arc<dyn InboundSink>,
+            stop: CancellationToken,
+        ) -> Result<(), AdapterError> {
+            if self.runs.fetch_add(1, Ordering::SeqCst) < 2 {
+                return Err(AdapterError::Transient("connection reset".into()));
+            }
+            stop.cancelled().await;
+            Ok(())
+        }
+        async fn send(&self, _: &Outbound) -> Result<SentId, SendError> {
+            Err(SendError::Unsupported)
+        }
+        async fn probe(&self) -> Result<String, AdapterError> {
+            Ok(String::new())
+        }
+    }
+
+    struct NullSink;
+
+    #[async_trait]
+    impl InboundSink for NullSink {
+        async fn deliver(&self, _: Message) -> Result<Delivery, SinkError> {
+            Ok(Delivery::Stored)
+        }
+        fn heartbeat(&self) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_and_silent_listeners_are_restarted() {
+        let adapter = Arc::new(Flaky {
+            runs: AtomicU32::new(0),
+        });
+        let health = Arc::new(HealthBoard::default());
+        let shutdown = CancellationToken::new();
+        let policy = SupervisorPolicy {
+            silence_limit: Duration::from_secs(10),
+            ..SupervisorPolicy::default()
+        };
+        let task = tokio::spawn(supervise(
+            adapter.clone(),
+            Arc::new(NullSink),
+            health.clone(),
+            policy,
+            shutdown.clone(),
+        ));
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        // Two failures, then at least one silent run that the watchdog ended.
+        assert!(
+            adapter.runs.load(Ordering::SeqCst) >= 4,
+            "runs: {}",
+            adapter.runs.load(Ordering::SeqCst)
+        );
+        let (_, h) = health.snapshot().remove(0);
+        assert!(h.restarts >= 3);
+        shutdown.cancel();
+        task.await.unwrap();
+        assert_eq!(health.snapshot()[0].1.state, ListenerState::Stopped);
+    }
+}
