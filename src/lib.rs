@@ -5,6 +5,7 @@
 //! See `ARCHITECTURE.md` in the repository for the data flow and its invariants.
 
 pub mod agent;
+pub mod cli;
 pub mod config;
 pub mod gateway;
 pub mod llm;

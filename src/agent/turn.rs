@@ -24,8 +24,9 @@ pub struct TurnInput<'a> {
     pub session: &'a SessionRow,
     pub setting: Setting,
     /// New user messages: (inbox row id, text as the model should see it). Appended to the
-    /// history unless already there (a turn re-run after a crash).
-    pub new_messages: Vec<(i64, String)>,
+    /// history unless already there (a turn re-run after a crash). Messages without an inbox
+    /// row (the terminal chat) have no id.
+    pub new_messages: Vec<(Option<i64>, String)>,
     pub control: TurnControl,
 }
 

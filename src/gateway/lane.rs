@@ -114,7 +114,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         },
         new_messages: rows
             .iter()
-            .map(|r| (r.id, user_content(&r.message)))
+            .map(|r| (Some(r.id), user_content(&r.message)))
             .collect(),
         control: control.clone(),
     };

@@ -224,17 +224,12 @@ impl Store {
     pub async fn append_inbox_messages(
         &self,
         session_id: i64,
-        items: Vec<(i64, String)>,
+        items: Vec<(Option<i64>, String)>,
     ) -> Result<()> {
         self.call(move |c| {
             let tx = c.transaction()?;
             for (inbox_id, text) in &items {
-                append(
-                    &tx,
-                    session_id,
-                    &ChatMessage::user(text.clone()),
-                    Some(*inbox_id),
-                )?;
+                append(&tx, session_id, &ChatMessage::user(text.clone()), *inbox_id)?;
             }
             tx.commit()?;
             Ok(())

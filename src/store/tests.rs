@@ -153,11 +153,11 @@ async fn history_round_trips_tool_calls_and_inbox_messages_are_idempotent() {
     assert_eq!(store.session_active(&key).await.unwrap(), s);
 
     store
-        .append_inbox_messages(s.id, vec![(1, "what time is it?".into())])
+        .append_inbox_messages(s.id, vec![(Some(1), "what time is it?".into())])
         .await
         .unwrap();
     store
-        .append_inbox_messages(s.id, vec![(1, "what time is it?".into())])
+        .append_inbox_messages(s.id, vec![(Some(1), "what time is it?".into())])
         .await
         .unwrap();
     let call = ToolCall {

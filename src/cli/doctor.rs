@@ -1,0 +1,156 @@
+//! `hermes config check` and `hermes doctor`: say what works and what to fix.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::config::{Config, ProcessEnv};
+use crate::store::Store;
+
+pub(super) fn config_check(path: Option<&Path>) -> ExitCode {
+    match Config::load(path, &ProcessEnv) {
+        Ok(c) => {
+            println!("Configuration OK");
+            for line in summary(&c) {
+                println!("  {line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hermes: configuration error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn summary(c: &Config) -> Vec<String> {
+    let host = reqwest::Url::parse(&c.llm.base_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    vec![
+        format!(
+            "file: {}",
+            c.source
+                .as_ref()
+                .map_or("none (environment and defaults only)".to_owned(), |p| p
+                    .display()
+                    .to_string())
+        ),
+        format!("state directory: {}", c.home.display()),
+        format!(
+            "model: {} at {host} ({})",
+            c.llm.model,
+            if c.llm.is_configured() {
+                "configured"
+            } else {
+                "NOT configured: set OPENAI_API_KEY"
+            }
+        ),
+        format!(
+            "telegram: {}",
+            if c.telegram.is_active() {
+                format!("on, {} allowed user(s)", c.telegram.allowed_users.len())
+            } else {
+                "off (set TELEGRAM_BOT_TOKEN)".to_owned()
+            }
+        ),
+        format!(
+            "access: {}",
+            if c.gateway.allow_all_users {
+                "everyone (allow_all_users = true)".to_owned()
+            } else {
+                format!("{} globally allowed user(s)", c.gateway.allowed_users.len())
+            }
+        ),
+        format!(
+            "turns: busy mode {:?}, at most {} at once, {} steps each",
+            c.gateway.busy_mode, c.gateway.max_concurrent_turns, c.agent.max_iterations
+        ),
+    ]
+}
+
+struct Report {
+    failed: bool,
+}
+
+impl Report {
+    fn ok(&mut self, what: &str, detail: impl std::fmt::Display) {
+        println!("✓ {what}: {detail}");
+    }
+    fn fail(&mut self, what: &str, detail: impl std::fmt::Display) {
+        self.failed = true;
+        println!("✗ {what}: {detail}");
+    }
+}
+
+pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
+    let mut r = Report { failed: false };
+    let config = match Config::load(path, &ProcessEnv) {
+        Ok(c) => {
+            r.ok(
+                "configuration",
+                c.source
+                    .as_ref()
+                    .map_or("environment only".to_owned(), |p| p.display().to_string()),
+            );
+            c
+        }
+        Err(e) => {
+            r.fail("configuration", e);
+            return ExitCode::FAILURE;
+        }
+    };
+    match writable(&config.home) {
+        Ok(()) => r.ok("state directory writable", config.home.display()),
+        Err(e) => r.fail("state directory", format!("{}: {e}", config.home.display())),
+    }
+    match Store::open(&config.database_path()) {
+        Ok(store) => {
+            let open = store.inbox_open_count().await.unwrap_or(0);
+            let out = store.outbox_stats().await.unwrap_or_default();
+            r.ok(
+                "database",
+                format!(
+                    "{} ({open} messages waiting, {} replies pending, {} failed)",
+                    config.database_path().display(),
+                    out.pending,
+                    out.failed
+                ),
+            );
+        }
+        Err(e) => r.fail("database", e),
+    }
+    match super::provider(&config) {
+        Ok(p) => match p.probe().await {
+            Ok(detail) => r.ok("model provider", detail),
+            Err(e) => r.fail("model provider", e),
+        },
+        Err(_) => r.fail("model provider", "not configured"),
+    }
+    match super::gateway::adapters(&config) {
+        Ok(adapters) if adapters.is_empty() => {
+            r.fail("platforms", "none configured (set TELEGRAM_BOT_TOKEN)")
+        }
+        Ok(adapters) => {
+            for a in adapters {
+                match a.probe().await {
+                    Ok(detail) => r.ok(a.platform().as_str(), detail),
+                    Err(e) => r.fail(a.platform().as_str(), e),
+                }
+            }
+        }
+        Err(e) => r.fail("platforms", e),
+    }
+    if r.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn writable(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(".hermes-doctor-probe");
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(probe)
+}

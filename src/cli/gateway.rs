@@ -1,0 +1,99 @@
+//! `hermes gateway`: the daemon in the foreground.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use hermes_adapter::Adapter;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::Agent;
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::store::Store;
+
+/// The adapters the configuration enables (and this build includes).
+pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String> {
+    #[allow(unused_mut)]
+    let mut adapters: Vec<Arc<dyn Adapter>> = Vec::new();
+    if config.telegram.is_active() {
+        #[cfg(feature = "telegram")]
+        {
+            let api_url = config
+                .telegram
+                .api_url
+                .parse()
+                .map_err(|e| format!("telegram.api_url: {e}"))?;
+            adapters.push(Arc::new(hermes_telegram::TelegramAdapter::new(
+                hermes_telegram::TelegramSettings {
+                    token: config.telegram.bot_token.expose().to_owned(),
+                    api_url,
+                    poll_timeout_secs: config.telegram.poll_timeout_secs,
+                },
+            )));
+        }
+        #[cfg(not(feature = "telegram"))]
+        return Err(
+            "TELEGRAM_BOT_TOKEN is set but this hermes was built without the `telegram` feature"
+                .into(),
+        );
+    }
+    Ok(adapters)
+}
+
+pub(super) async fn gateway(config: Config) -> ExitCode {
+    let provider = match super::provider(&config) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let adapters = match adapters(&config) {
+        Ok(a) if a.is_empty() => {
+            eprintln!(
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or [telegram] bot_token in the config file"
+            );
+            return ExitCode::from(2);
+        }
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let store = match Store::open(&config.database_path()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(home = %config.home.display(), model = %config.llm.model, provider = %provider.describe(), "starting hermes gateway {}", env!("CARGO_PKG_VERSION"));
+    let agent = Agent::new(&config, provider, store.clone());
+    let gateway = Gateway::new(config, store, agent, adapters);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(watch_signals(shutdown.clone()));
+    gateway.run(shutdown).await;
+    ExitCode::SUCCESS
+}
+
+/// First SIGINT/SIGTERM: graceful shutdown. A second one: exit at once (work is stored and
+/// resumes at the next start).
+async fn watch_signals(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+    shutdown.cancel();
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::warn!("second signal: exiting now; unfinished work resumes at the next start");
+    std::process::exit(130);
+}

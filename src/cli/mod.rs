@@ -1,0 +1,98 @@
+//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`.
+
+mod chat;
+mod doctor;
+mod gateway;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, ProcessEnv};
+use crate::llm::{OpenAiProvider, Provider};
+
+/// hermes: your AI agent on the messaging platforms you already use.
+#[derive(Debug, Parser)]
+#[command(name = "hermes", version, about)]
+pub struct Cli {
+    /// Configuration file (default: $HERMES_CONFIG, else $HERMES_HOME/config.toml).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground: receive messages on every configured platform and
+    /// answer them. Stops gracefully on SIGINT/SIGTERM.
+    Gateway,
+    /// Talk to the agent in this terminal (same agent, tools and store; session `cli:<user>`).
+    Chat,
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Check that everything hermes needs works: configuration, state directory, database,
+    /// model provider, platform credentials.
+    Doctor,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Load and validate the configuration; print a summary (secrets hidden).
+    Check,
+}
+
+/// Run the parsed command.
+pub async fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Config {
+            action: ConfigAction::Check,
+        } => doctor::config_check(cli.config.as_deref()),
+        Command::Doctor => doctor::doctor(cli.config.as_deref()).await,
+        Command::Gateway => match load(cli.config.as_deref()) {
+            Ok(config) => gateway::gateway(config).await,
+            Err(code) => code,
+        },
+        Command::Chat => match load(cli.config.as_deref()) {
+            Ok(config) => chat::chat(config).await,
+            Err(code) => code,
+        },
+    }
+}
+
+/// Load the configuration, printing one clear error.
+fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
+    Config::load(path, &ProcessEnv).map_err(|e| {
+        eprintln!("hermes: configuration error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// The provider, or one line telling the user how to configure one.
+fn provider(config: &Config) -> Result<Arc<dyn Provider>, ExitCode> {
+    if !config.llm.is_configured() {
+        eprintln!(
+            "hermes: no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another \
+             OpenAI-compatible service), or OPENAI_BASE_URL alone for a local server such as Ollama, \
+             or [llm] in {}",
+            config
+                .source
+                .clone()
+                .unwrap_or_else(|| config.home.join("config.toml"))
+                .display()
+        );
+        return Err(ExitCode::from(2));
+    }
+    match OpenAiProvider::new(&config.llm) {
+        Ok(p) => Ok(Arc::new(p)),
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}

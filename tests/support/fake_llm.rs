@@ -1,0 +1,479 @@
+//! Fake LLM provider (axum) for integration tests: OpenAI-compatible `POST /v1/chat/completions`
+//! and Anthropic `POST /v1/messages`, plain JSON or SSE streaming, scripted replies (text, tool
+//! calls, errors, delays, gates), recording of every request. Response bodies are built in
+//! `llm_wire`.
+//!
+//! Both endpoints reject what the real APIs reject and agents get wrong: a missing `model` /
+//! `messages` (and `max_tokens` for Anthropic), and tool-call transcripts where a tool call has
+//! no result right after it (or a result has no call). Rejected requests are recorded but do
+//! not consume the script.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State as AxState};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::fake_http::{self, ConnCtl};
+use super::llm_wire::{self, Api};
+
+/// A one-shot latch: replies gated on it wait (in flight) until `open()` is called.
+#[derive(Clone, Debug)]
+pub struct Gate(Arc<watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate(Arc::new(watch::channel(false).0))
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+    pub fn is_open(&self) -> bool {
+        *self.0.borrow()
+    }
+    pub async fn wait(&self) {
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|open| *open).await;
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Kind {
+    Message {
+        text: Option<String>,
+        tool_calls: Vec<(String, Value)>,
+    },
+    Error {
+        status: u16,
+        body: Value,
+    },
+    RateLimited(u64),
+    Overloaded,
+    Malformed,
+    Disconnect,
+}
+
+/// What the fake model answers to one request.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub(super) kind: Kind,
+    pub(super) delay: Option<Duration>,
+    pub(super) gate: Option<Gate>,
+    pub(super) usage: Option<(u64, u64)>,
+    pub(super) chunk_delay: Option<Duration>,
+    pub(super) cut_after: Option<usize>,
+}
+
+impl Reply {
+    fn of(kind: Kind) -> Reply {
+        Reply {
+            kind,
+            delay: None,
+            gate: None,
+            usage: None,
+            chunk_delay: None,
+            cut_after: None,
+        }
+    }
+    /// A plain assistant message (`finish_reason` "stop" / `stop_reason` "end_turn").
+    pub fn text(text: impl Into<String>) -> Reply {
+        Reply::of(Kind::Message {
+            text: Some(text.into()),
+            tool_calls: Vec::new(),
+        })
+    }
+    /// One tool call; `args` is the arguments object.
+    pub fn tool_call(name: &str, args: Value) -> Reply {
+        Reply::tool_calls(vec![(name, args)])
+    }
+    /// Several tool calls in one response (ids `call_N` / `toolu_N`, unique in this fake).
+    pub fn tool_calls(calls: Vec<(&str, Value)>) -> Reply {
+        let tool_calls = calls.into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+        Reply::of(Kind::Message {
+            text: None,
+            tool_calls,
+        })
+    }
+    /// Text followed by tool calls in the same response.
+    pub fn text_and_tool_calls(text: impl Into<String>, calls: Vec<(&str, Value)>) -> Reply {
+        let tool_calls = calls.into_iter().map(|(n, a)| (n.to_string(), a)).collect();
+        Reply::of(Kind::Message {
+            text: Some(text.into()),
+            tool_calls,
+        })
+    }
+    /// Any HTTP error with a literal JSON body, e.g.
+    /// `error(500, json!({"error": {"message": "boom", "type": "server_error", "code": null}}))`.
+    pub fn error(status: u16, body: Value) -> Reply {
+        Reply::of(Kind::Error { status, body })
+    }
+    /// 429 with `Retry-After: secs` and the error shape of the endpoint called.
+    pub fn rate_limited(retry_after_secs: u64) -> Reply {
+        Reply::of(Kind::RateLimited(retry_after_secs))
+    }
+    /// Anthropic 529 `overloaded_error`; on the OpenAI endpoint a 503 `server_error`.
+    pub fn overloaded() -> Reply {
+        Reply::of(Kind::Overloaded)
+    }
+    /// 200 with a truncated, invalid JSON body (an invalid SSE event when streaming).
+    pub fn malformed() -> Reply {
+        Reply::of(Kind::Malformed)
+    }
+    /// The connection is closed without any response.
+    pub fn disconnect() -> Reply {
+        Reply::of(Kind::Disconnect)
+    }
+    /// Waits `d` before answering.
+    pub fn delayed(mut self, d: Duration) -> Reply {
+        self.delay = Some(d);
+        self
+    }
+    /// Waits until `gate` is opened before answering (the request stays in flight).
+    pub fn after(mut self, gate: Gate) -> Reply {
+        self.gate = Some(gate);
+        self
+    }
+    /// Overrides the reported token usage (default: about a quarter of the characters).
+    pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Reply {
+        self.usage = Some((prompt_tokens, completion_tokens));
+        self
+    }
+    /// When streamed, writes one SSE event at a time with `d` between them.
+    pub fn chunk_delay(mut self, d: Duration) -> Reply {
+        self.chunk_delay = Some(d);
+        self
+    }
+    /// When streamed, drops the connection after `events` SSE events (no final event/`[DONE]`).
+    pub fn cut_stream_after(mut self, events: usize) -> Reply {
+        self.cut_after = Some(events);
+        self
+    }
+}
+
+/// One request as received.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub path: String,
+    /// Lower-cased header names.
+    pub headers: BTreeMap<String, String>,
+    /// The parsed JSON body (`Value::String` with the raw text if it was not JSON).
+    pub body: Value,
+    pub at: Instant,
+}
+
+/// Text of a `content` that is a string or an array of text parts/blocks.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => {
+            let texts = parts.iter().filter(|p| p["type"] == "text");
+            texts
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+impl RecordedRequest {
+    pub fn is_anthropic(&self) -> bool {
+        self.path.ends_with("/messages")
+    }
+    pub fn is_stream(&self) -> bool {
+        self.body["stream"] == true
+    }
+    pub fn model(&self) -> Option<&str> {
+        self.body["model"].as_str()
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+    pub fn messages(&self) -> Vec<Value> {
+        self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+    pub fn tools(&self) -> Vec<Value> {
+        self.body["tools"].as_array().cloned().unwrap_or_default()
+    }
+    /// Tool names from OpenAI (`function.name`) or Anthropic (`name`) tool definitions.
+    pub fn tool_names(&self) -> Vec<String> {
+        let name = |t: &Value| {
+            t["function"]["name"]
+                .as_str()
+                .or(t["name"].as_str())
+                .map(str::to_string)
+        };
+        self.tools().iter().filter_map(name).collect()
+    }
+    /// Text of the last user message that has text (tool-result-only messages are skipped).
+    pub fn last_user_text(&self) -> Option<String> {
+        let msgs = self.messages();
+        let users = msgs.iter().rev().filter(|m| m["role"] == "user");
+        users
+            .map(|m| content_text(&m["content"]))
+            .find(|t| !t.is_empty())
+    }
+    /// The system prompt: Anthropic `system` or OpenAI `system`/`developer` messages.
+    pub fn system_text(&self) -> Option<String> {
+        if !self.body["system"].is_null() {
+            return Some(content_text(&self.body["system"]));
+        }
+        let msgs = self.messages();
+        let sys = msgs
+            .iter()
+            .filter(|m| m["role"] == "system" || m["role"] == "developer");
+        let text: Vec<String> = sys.map(|m| content_text(&m["content"])).collect();
+        (!text.is_empty()).then(|| text.join("\n"))
+    }
+    /// `(tool call id, result text)` for every tool result sent back to the model.
+    pub fn tool_results(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for m in self.messages() {
+            if m["role"] == "tool" {
+                let id = m["tool_call_id"].as_str().unwrap_or("").to_string();
+                out.push((id, content_text(&m["content"])));
+            }
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_result" {
+                    let id = b["tool_use_id"].as_str().unwrap_or("").to_string();
+                    out.push((id, content_text(&b["content"])));
+                }
+            }
+        }
+        out
+    }
+}
+
+type Responder = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
+
+pub(super) struct St {
+    script: VecDeque<Reply>,
+    default: Responder,
+    requests: Vec<RecordedRequest>,
+    in_flight: usize,
+    max_in_flight: usize,
+    api_key: Option<String>,
+    pub(super) cache_prefixes: HashSet<String>,
+}
+
+pub(super) struct Inner {
+    st: Mutex<St>,
+    ids: AtomicU64,
+    tool_ids: AtomicU64,
+}
+
+impl Inner {
+    pub(super) fn st(&self) -> MutexGuard<'_, St> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Response ids.
+    pub(super) fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    /// Tool call ids: `call_N` / `toolu_N` share one counter, so ids are unique in this fake.
+    pub(super) fn next_tool_id(&self) -> u64 {
+        self.tool_ids.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+/// Handle to a running fake LLM server. Cheap to clone.
+#[derive(Clone)]
+pub struct FakeLlm {
+    inner: Arc<Inner>,
+    port: u16,
+}
+
+impl FakeLlm {
+    /// Binds 127.0.0.1:0 and serves in a spawned task. Initially every request is answered
+    /// `Reply::text("echo: <last user text>")`.
+    pub async fn start() -> FakeLlm {
+        let default: Responder = Arc::new(|r: &RecordedRequest| {
+            Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default()))
+        });
+        let st = St {
+            script: VecDeque::new(),
+            default,
+            requests: Vec::new(),
+            in_flight: 0,
+            max_in_flight: 0,
+            api_key: None,
+            cache_prefixes: HashSet::new(),
+        };
+        let inner = Arc::new(Inner {
+            st: Mutex::new(st),
+            ids: AtomicU64::new(0),
+            tool_ids: AtomicU64::new(0),
+        });
+        let app = Router::new().fallback(handle).with_state(inner.clone());
+        let port = fake_http::serve(app, "fake llm").await;
+        FakeLlm { inner, port }
+    }
+
+    /// `http://127.0.0.1:PORT/v1` (OpenAI-style base URL).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+    /// `http://127.0.0.1:PORT` (for clients that append `/v1/messages` themselves).
+    pub fn root_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Appends a scripted reply; requests consume the script in arrival order.
+    pub fn push(&self, reply: Reply) {
+        self.inner.st().script.push_back(reply);
+    }
+    /// Scripted replies not yet consumed.
+    pub fn script_len(&self) -> usize {
+        self.inner.st().script.len()
+    }
+    /// The responder used when the script is empty.
+    pub fn set_default(&self, f: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) {
+        self.inner.st().default = Arc::new(f);
+    }
+    /// Requires this key (`Authorization: Bearer` for OpenAI, `x-api-key` for Anthropic).
+    pub fn set_api_key(&self, key: Option<&str>) {
+        self.inner.st().api_key = key.map(str::to_string);
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.inner.st().requests.clone()
+    }
+    /// Requests currently being served (including gated and delayed ones).
+    pub fn in_flight(&self) -> usize {
+        self.inner.st().in_flight
+    }
+    /// The highest `in_flight` seen so far.
+    pub fn max_in_flight(&self) -> usize {
+        self.inner.st().max_in_flight
+    }
+
+    /// Waits until at least `n` requests arrived; returns all of them.
+    pub async fn wait_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let what = format!("fake llm: {n} requests");
+        let check = || {
+            let st = self.inner.st();
+            (st.requests.len() >= n).then(|| st.requests.clone())
+        };
+        fake_http::wait_for(timeout, &what, check, || self.describe()).await
+    }
+
+    fn describe(&self) -> String {
+        let st = self.inner.st();
+        let lines: Vec<String> = st
+            .requests
+            .iter()
+            .map(|r| format!("  {} last user text {:?}", r.path, r.last_user_text()))
+            .collect();
+        format!(
+            "{} requests so far ({} in flight, {} scripted replies left):\n{}",
+            st.requests.len(),
+            st.in_flight,
+            st.script.len(),
+            lines.join("\n")
+        )
+    }
+}
+
+/// Decrements `in_flight` when the handler finishes or is dropped.
+struct InFlight(Arc<Inner>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.st().in_flight -= 1;
+    }
+}
+
+async fn handle(
+    AxState(inner): AxState<Arc<Inner>>,
+    ConnectInfo(conn): ConnectInfo<ConnCtl>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().trim_end_matches('/').to_string();
+    let api = match (method.as_str(), path.as_str()) {
+        ("POST", "/v1/chat/completions") => Api::OpenAi,
+        ("POST", "/v1/messages") => Api::Anthropic,
+        ("GET", "/v1/models") => {
+            return llm_wire::models(headers.contains_key("anthropic-version"));
+        }
+        _ => return llm_wire::not_found(&method, &path),
+    };
+    let _guard = {
+        let mut st = inner.st();
+        st.in_flight += 1;
+        st.max_in_flight = st.max_in_flight.max(st.in_flight);
+        InFlight(inner.clone())
+    };
+    let headers: BTreeMap<String, String> = headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let parsed = serde_json::from_slice::<Value>(&body);
+    let body_value = match &parsed {
+        Ok(v) => v.clone(),
+        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+    };
+    let req = RecordedRequest {
+        path,
+        headers,
+        body: body_value,
+        at: Instant::now(),
+    };
+    let (rejection, reply) = {
+        let mut st = inner.st();
+        st.requests.push(req.clone());
+        let rejection = match parsed {
+            Err(e) => Some(llm_wire::invalid(
+                api,
+                400,
+                &format!("invalid JSON body: {e}"),
+            )),
+            Ok(_) => llm_wire::check_request(api, &req, st.api_key.as_deref()),
+        };
+        let reply = match rejection {
+            Some(_) => None,
+            None => Some(
+                st.script
+                    .pop_front()
+                    .unwrap_or_else(|| (st.default.clone())(&req)),
+            ),
+        };
+        (rejection, reply)
+    };
+    if let Some(r) = rejection {
+        return r;
+    }
+    let reply = reply.unwrap_or_else(|| Reply::text(""));
+    if let Some(gate) = &reply.gate {
+        gate.wait().await;
+    }
+    if let Some(d) = reply.delay {
+        tokio::time::sleep(d).await;
+    }
+    llm_wire::render(&inner, api, &req, &reply, &conn)
+}
