@@ -296,13 +296,13 @@ impl Config {
             return bad("gateway.send_max_attempts", "must be at least 1".into());
         }
         for entry in &self.gateway.allowed_users {
-            if let Some((platform, id)) = entry.split_once(':') {
-                if platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty() {
-                    return bad(
-                        "gateway.allowed_users",
-                        format!("`{entry}` is not `platform:id` or a bare user id"),
-                    );
-                }
+            if let Some((platform, id)) = entry.split_once(':')
+                && (platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty())
+            {
+                return bad(
+                    "gateway.allowed_users",
+                    format!("`{entry}` is not `platform:id` or a bare user id"),
+                );
             }
         }
         check_http_url(&self.telegram.api_url).or_else(|p| bad("telegram.api_url", p))?;

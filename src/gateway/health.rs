@@ -1,7 +1,9 @@
 //! Per-adapter health: whether each listener is up, when it last showed signs of life, how often
 //! it was restarted and why.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use dashmap::DashMap;
 use hermes_adapter::Platform;

@@ -76,13 +76,14 @@ pub struct InboxRow {
 
 const COLUMNS: &str = "id, payload, status, session_key, outcome";
 
-fn row(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(i64, String, String, Option<String>, Option<String>)> {
+/// Raw columns: id, payload, status, session key, outcome.
+type RawRow = (i64, String, String, Option<String>, Option<String>);
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
-fn decode(raw: (i64, String, String, Option<String>, Option<String>)) -> Result<InboxRow> {
+fn decode(raw: RawRow) -> Result<InboxRow> {
     let (id, payload, status, key, outcome) = raw;
     Ok(InboxRow {
         id,
