@@ -188,3 +188,16 @@ async fn a_provider_outage_is_told_to_the_user_and_the_daemon_keeps_going() {
             .any(|m| m["content"] == "are you there?")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_update_is_skipped_and_later_messages_still_flow() {
+    let mut w = World::new("").await;
+    let _daemon = w.start().await;
+    let bad =
+        w.tg.push_update(serde_json::json!({"message": {"message_id": "not a number", "chat": 5}}));
+    w.tg.private_text(ALICE, "Alice", "after the garbage");
+    let sent = w.tg.wait_sent(1, WAIT).await;
+    assert_eq!(sent[0].visible_text, "echo: after the garbage");
+    // The bad update was acknowledged too, so it cannot block the queue.
+    w.tg.wait_confirmed(bad.update_id, WAIT).await;
+}
