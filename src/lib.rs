@@ -9,5 +9,6 @@ pub mod cli;
 pub mod config;
 pub mod gateway;
 pub mod llm;
+pub mod logging;
 pub mod store;
 pub mod tools;

@@ -22,7 +22,7 @@ fn user_texts(req: &support::fake_llm::RecordedRequest) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_message_is_answered_in_its_chat() {
     let mut w = World::new("").await;
-    let _daemon = w.start().await;
+    let daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "hello there");
     let sent = w.tg.wait_sent(1, WAIT).await;
     assert_eq!(sent[0].chat_id, ALICE);
@@ -45,6 +45,14 @@ async fn private_message_is_answered_in_its_chat() {
             .iter()
             .any(|a| a.chat_id == ALICE && a.action == "typing")
     );
+    // Even at debug level (the tests' setting), no secret reaches the log.
+    let log = daemon.log();
+    assert!(log.contains("Telegram connected"), "{log}");
+    assert!(
+        !log.contains(support::daemon::TOKEN),
+        "bot token in the log"
+    );
+    assert!(!log.contains("sk-test-key"), "API key in the log");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

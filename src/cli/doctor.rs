@@ -85,7 +85,7 @@ impl Report {
 
 pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     let mut r = Report { failed: false };
-    let config = match Config::load(path, &ProcessEnv) {
+    let config = match super::load(path) {
         Ok(c) => {
             r.ok(
                 "configuration",
@@ -95,10 +95,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
             );
             c
         }
-        Err(e) => {
-            r.fail("configuration", e);
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     match writable(&config.home) {
         Ok(()) => r.ok("state directory writable", config.home.display()),

@@ -67,10 +67,13 @@ pub async fn run(cli: Cli) -> ExitCode {
 
 /// Load the configuration, printing one clear error.
 fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
-    Config::load(path, &ProcessEnv).map_err(|e| {
+    let config = Config::load(path, &ProcessEnv).map_err(|e| {
         eprintln!("hermes: configuration error: {e}");
         ExitCode::from(2)
-    })
+    })?;
+    crate::logging::register_secret(config.llm.api_key.expose());
+    crate::logging::register_secret(config.telegram.bot_token.expose());
+    Ok(config)
 }
 
 /// The provider, or one line telling the user how to configure one.

@@ -85,16 +85,18 @@ impl World {
     }
 }
 
+/// The binary under test: this build's, or `HERMES_TEST_BIN` (to measure a release build).
+pub fn binary() -> String {
+    std::env::var("HERMES_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hermes").to_owned())
+}
+
 fn command(home: &Path, env: &[(String, String)], args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+    let mut cmd = Command::new(binary());
     cmd.args(args)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HERMES_HOME", home)
-        .env(
-            "HERMES_LOG",
-            "debug,hyper=info,reqwest=info,h2=info,rustls=info",
-        )
+        .env("HERMES_LOG", "trace")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd
 }
