@@ -273,3 +273,42 @@ async fn history_survives_a_restart_and_new_starts_over() {
     w.tg.wait_sent(4, WAIT).await;
     assert_eq!(user_texts(&w.llm.requests()[2]), ["fresh start"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_cancels_the_running_turn_and_the_next_message_is_answered() {
+    let mut w = World::new("").await;
+    let gate = Gate::new();
+    w.llm
+        .push(Reply::text("answer nobody wants").after(gate.clone()));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "start a long job");
+    w.llm.wait_requests(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "/stop");
+    let sent = w.tg.wait_sent(1, WAIT).await;
+    assert!(
+        sent[0].visible_text.starts_with("⏹ Stopped."),
+        "{}",
+        sent[0].visible_text
+    );
+    gate.open();
+    w.tg.private_text(ALICE, "Alice", "sentinel");
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].visible_text, "echo: sentinel");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_session_model_and_adapter_health() {
+    let mut w = World::new("").await;
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "hi");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "/status");
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    let status = &sent[1].visible_text;
+    assert!(status.contains("Session: telegram:111"), "{status}");
+    assert!(status.contains("2 messages, 1 turns"), "{status}");
+    assert!(status.contains("Model: test-model"), "{status}");
+    assert!(status.contains("telegram: up"), "{status}");
+    assert_eq!(w.llm.requests().len(), 1);
+}

@@ -96,7 +96,10 @@ fn command(home: &Path, env: &[(String, String)], args: &[&str]) -> Command {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HERMES_HOME", home)
-        .env("HERMES_LOG", "debug,hyper=info,reqwest=info,h2=info,rustls=info")
+        .env(
+            "HERMES_LOG",
+            "debug,hyper=info,reqwest=info,h2=info,rustls=info",
+        )
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd
 }
