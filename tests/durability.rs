@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use hermes::store::Store;
 use support::daemon::{ALICE, World};
 use support::fake_llm::{Gate, Reply};
-use support::fake_telegram::Fault;
+use support::fake_telegram::{Fault, visible};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -49,8 +49,7 @@ async fn killed_after_storing_before_answering_answers_exactly_once_after_restar
     hang.open();
     w.tg.private_text(ALICE, "Alice", "sentinel");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    let texts: Vec<&str> = sent.iter().map(|m| m.visible_text.as_str()).collect();
-    assert_eq!(texts, ["echo: remember me", "echo: sentinel"]);
+    assert_eq!(visible(&sent), ["echo: remember me", "echo: sentinel"]);
     // The resumed turn did not store the user's message twice.
     let last = w.llm.requests().pop().unwrap();
     let mentions = last
@@ -77,8 +76,7 @@ async fn killed_with_the_reply_in_the_outbox_sends_it_exactly_once_after_restart
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "sentinel");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    let texts: Vec<&str> = sent.iter().map(|m| m.visible_text.as_str()).collect();
-    assert_eq!(texts, ["echo: hold this", "echo: sentinel"]);
+    assert_eq!(visible(&sent), ["echo: hold this", "echo: sentinel"]);
     assert_eq!(
         w.llm.requests().len(),
         2,
@@ -98,8 +96,7 @@ async fn killed_after_sending_sends_nothing_again() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "sentinel");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    let texts: Vec<&str> = sent.iter().map(|m| m.visible_text.as_str()).collect();
-    assert_eq!(texts, ["echo: once", "echo: sentinel"]);
+    assert_eq!(visible(&sent), ["echo: once", "echo: sentinel"]);
     assert_eq!(w.llm.requests().len(), 2);
 }
 

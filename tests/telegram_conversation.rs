@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use support::daemon::{ALICE, BOB, GROUP, MALLORY, World};
 use support::fake_llm::{Gate, Reply};
+use support::fake_telegram::visible;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -162,8 +163,7 @@ async fn quick_messages_are_answered_in_order_in_queue_mode() {
     w.tg.wait_confirmed(third.update_id, WAIT).await;
     gate.open();
     let sent = w.tg.wait_sent(3, WAIT).await;
-    let texts: Vec<&str> = sent.iter().map(|m| m.visible_text.as_str()).collect();
-    assert_eq!(texts, ["answer one", "echo: two", "echo: three"]);
+    assert_eq!(visible(&sent), ["answer one", "echo: two", "echo: three"]);
     let reqs = w.llm.requests();
     assert_eq!(reqs.len(), 3);
     // Each turn sees the earlier ones.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use support::daemon::{ALICE, World};
 use support::fake_llm::Reply;
-use support::fake_telegram::Fault;
+use support::fake_telegram::{Fault, visible};
 use support::telegram_html::utf16_len;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -149,8 +149,7 @@ async fn the_same_update_delivered_twice_is_answered_once() {
     w.tg.redeliver(first.update_id);
     w.tg.private_text(ALICE, "Alice", "sentinel");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    let texts: Vec<&str> = sent.iter().map(|m| m.visible_text.as_str()).collect();
-    assert_eq!(texts, ["echo: only once please", "echo: sentinel"]);
+    assert_eq!(visible(&sent), ["echo: only once please", "echo: sentinel"]);
     assert_eq!(w.llm.requests().len(), 2);
 }
 

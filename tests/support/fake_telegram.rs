@@ -55,6 +55,11 @@ pub struct SentMessage {
     pub at: Instant,
 }
 
+/// The visible texts of sent messages, for comparing with a list.
+pub fn visible(sent: &[SentMessage]) -> Vec<&str> {
+    sent.iter().map(|m| m.visible_text.as_str()).collect()
+}
+
 /// Every request received. `status` is 0 while in flight or when no response was sent.
 #[derive(Clone, Debug)]
 pub struct Call {
