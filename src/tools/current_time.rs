@@ -5,19 +5,21 @@ use std::time::Duration;
 use async_trait::async_trait;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args};
+use super::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 /// Tells the model what time it is (models have no clock).
 pub struct CurrentTime {
     spec: ToolSpec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// IANA time zone name such as "Europe/Berlin", "Asia/Tokyo" or "UTC".
     #[serde(default)]
     timezone: Option<String>,
 }
@@ -33,17 +35,9 @@ impl Default for CurrentTime {
                     user's configured time zone.",
                 category: Category::Read,
                 parallel_safe: true,
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "timezone": {
-                            "type": "string",
-                            "description": "IANA time zone name such as \"Europe/Berlin\", \"Asia/Tokyo\" or \"UTC\"."
-                        }
-                    },
-                    "additionalProperties": false
-                }),
+                parameters: schema_of::<Args>(),
                 timeout: Duration::from_secs(5),
+                max_output_chars: 1_000,
             },
         }
     }
@@ -83,8 +77,7 @@ impl Tool for CurrentTime {
 
 #[cfg(test)]
 mod tests {
-    use hermes_adapter::{Platform, SessionKey};
-    use tokio_util::sync::CancellationToken;
+    use serde_json::json;
 
     use super::*;
 
@@ -98,13 +91,17 @@ mod tests {
         );
     }
 
+    #[test]
+    fn schema_is_a_plain_object_schema() {
+        let schema = CurrentTime::default().spec.parameters;
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["timezone"]["type"][0], "string");
+        assert!(schema.get("$schema").is_none());
+    }
+
     #[tokio::test]
     async fn unknown_zone_is_an_argument_error() {
-        let ctx = ToolContext {
-            session: SessionKey::direct(Platform::Cli, "me"),
-            timezone: TimeZone::UTC,
-            cancel: CancellationToken::new(),
-        };
+        let ctx = ToolContext::for_tests();
         let err = CurrentTime::default()
             .call(json!({"timezone": "Mars/Base"}), &ctx)
             .await

@@ -3,10 +3,11 @@
 mod current_time;
 mod registry;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hermes_adapter::SessionKey;
+use hermes_adapter::{Platform, SessionKey};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +38,32 @@ pub struct ToolSpec {
     pub parameters: Value,
     /// Longest a call may run before it is abandoned.
     pub timeout: Duration,
+    /// Characters of output kept for the model (the agent's own cap applies too).
+    pub max_output_chars: usize,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Read => "read",
+            Category::Write => "write",
+            Category::System => "system",
+            Category::Finance => "finance",
+        }
+    }
+}
+
+/// The JSON Schema of a tool's argument type, in the shape model providers accept (an object
+/// schema without `$schema` and `title`).
+pub fn schema_of<T: schemars::JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    schema
 }
 
 /// What a tool knows about the turn calling it.
@@ -47,6 +74,17 @@ pub struct ToolContext {
     pub timezone: jiff::tz::TimeZone,
     /// Cancelled when the turn is stopped; long tools should watch it.
     pub cancel: CancellationToken,
+}
+
+impl ToolContext {
+    /// A context for unit tests: a terminal session, UTC, not cancelled.
+    pub fn for_tests() -> Self {
+        ToolContext {
+            session: SessionKey::direct(Platform::Cli, "test"),
+            timezone: jiff::tz::TimeZone::UTC,
+            cancel: CancellationToken::new(),
+        }
+    }
 }
 
 /// Why a call failed; shown to the model as the tool's result so it can correct itself.
@@ -68,6 +106,18 @@ pub enum ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+
+    /// Files this call would change, so that calls writing the same file run one after another
+    /// even when the tool is parallel-safe. Only called with arguments that are a JSON object.
+    fn writes(&self, _args: &Value) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// Why this particular call is dangerous (a recursive delete, `curl | sh`…): such calls need
+    /// the user's confirmation below `full-access` whatever the tool's category.
+    fn danger(&self, _args: &Value) -> Option<String> {
+        None
+    }
 
     /// Run with validated-as-JSON arguments; return text for the model.
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError>;

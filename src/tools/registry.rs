@@ -58,6 +58,9 @@ impl ToolRegistry {
     /// Run one call and return the text the model sees: the result, cut to `max_chars`, or
     /// `error: …`.
     pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext, max_chars: usize) -> String {
+        let max_chars = self
+            .get(&call.name)
+            .map_or(max_chars, |t| max_chars.min(t.spec().max_output_chars));
         let outcome = self.try_execute(call, ctx).await;
         match outcome {
             Ok(text) => cap(text, max_chars),
@@ -112,9 +115,7 @@ mod tests {
     use std::time::Duration;
 
     use async_trait::async_trait;
-    use hermes_adapter::{Platform, SessionKey};
     use serde_json::json;
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
     use crate::tools::{Category, ToolSpec};
@@ -143,16 +144,13 @@ mod tests {
             parallel_safe: true,
             parameters: json!({"type": "object"}),
             timeout: Duration::from_secs(5),
+            max_output_chars: 1000,
         })));
         r
     }
 
     fn ctx() -> ToolContext {
-        ToolContext {
-            session: SessionKey::direct(Platform::Cli, "me"),
-            timezone: jiff::tz::TimeZone::UTC,
-            cancel: CancellationToken::new(),
-        }
+        ToolContext::for_tests()
     }
 
     fn call(name: &str, args: &str) -> ToolCall {
