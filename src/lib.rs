@@ -10,5 +10,6 @@ pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod logging;
+pub mod policy;
 pub mod store;
 pub mod tools;

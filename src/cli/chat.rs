@@ -2,13 +2,20 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use hermes_adapter::{ChatKind, Platform, SessionKey};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::sync::Mutex;
 
-use crate::agent::{Agent, Setting, TurnControl, TurnInput, TurnOutcome};
+use crate::agent::{
+    Agent, ConfirmRequest, Interaction, Setting, TurnControl, TurnInput, TurnOutcome,
+};
 use crate::config::Config;
 use crate::llm::ChatMessage;
+use crate::policy::Answer;
 use crate::store::{InboxOutcome, Store, TurnCommit, TurnRecord};
 
 pub(super) async fn chat(config: Config) -> ExitCode {
@@ -30,11 +37,12 @@ pub(super) async fn chat(config: Config) -> ExitCode {
         "hermes chat · {} · session {key}\n/new starts over, /exit (or Ctrl-D) leaves, Ctrl-C stops an answer.",
         agent.model()
     );
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let lines: Terminal = Arc::new(Mutex::new(BufReader::new(tokio::io::stdin()).lines()));
     loop {
         print!("> ");
         let _ = std::io::stdout().flush();
-        let line = match lines.next_line().await {
+        let next = lines.lock().await.next_line().await;
+        let line = match next {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
@@ -51,7 +59,7 @@ pub(super) async fn chat(config: Config) -> ExitCode {
                 Err(e) => eprintln!("hermes: {e}"),
             },
             _ => {
-                if let Err(e) = turn(&agent, &store, &key, text).await {
+                if let Err(e) = turn(&agent, &store, &key, text, &lines).await {
                     eprintln!("hermes: {e}");
                 }
             }
@@ -66,6 +74,7 @@ async fn turn(
     store: &Store,
     key: &SessionKey,
     text: &str,
+    lines: &Terminal,
 ) -> Result<(), crate::store::StoreError> {
     let session = store.session_active(key).await?;
     let control = TurnControl::default();
@@ -84,6 +93,11 @@ async fn turn(
                 chat: ChatKind::Direct,
             },
             new_messages: vec![(None, text.to_owned())],
+            requester: None,
+            interaction: Some(Arc::new(TerminalPerson {
+                lines: lines.clone(),
+                wait: Duration::from_secs(agent.config().policy.approval_timeout_secs.max(60)),
+            })),
             control,
         })
         .await;
@@ -118,4 +132,56 @@ async fn turn(
             },
         })
         .await
+}
+
+type Terminal = Arc<Mutex<Lines<BufReader<Stdin>>>>;
+
+/// The person at the terminal, asked on stdout and answering on stdin.
+struct TerminalPerson {
+    lines: Terminal,
+    wait: Duration,
+}
+
+impl TerminalPerson {
+    async fn read(&self, prompt: &str) -> Option<String> {
+        print!("{prompt}");
+        let _ = std::io::stdout().flush();
+        let mut lines = self.lines.lock().await;
+        match tokio::time::timeout(self.wait, lines.next_line()).await {
+            Ok(Ok(Some(line))) => Some(line.trim().to_owned()),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl Interaction for TerminalPerson {
+    async fn confirm(&self, request: &ConfirmRequest) -> Option<Answer> {
+        println!(
+            "\n🔐 {} wants to run ({}):\n{}",
+            request.tool, request.reason, request.arguments
+        );
+        let reply = self
+            .read("Allow? [y]es once, [s]ession, [a]lways, [n]o: ")
+            .await?;
+        Some(match reply.to_lowercase().as_str() {
+            "y" | "yes" => Answer::Once,
+            "s" | "session" => Answer::Session,
+            "a" | "always" => Answer::Always,
+            _ => Answer::Deny,
+        })
+    }
+
+    async fn ask(&self, question: &str, choices: &[String]) -> Option<String> {
+        let hint = if choices.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", choices.join(" / "))
+        };
+        self.read(&format!("\n❓ {question}{hint}\n? ")).await
+    }
+
+    async fn notify(&self, text: &str) {
+        println!("{text}");
+    }
 }

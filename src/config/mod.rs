@@ -12,8 +12,13 @@ mod secret;
 
 use std::path::{Path, PathBuf};
 
-use hermes_adapter::GroupSessions;
+use std::collections::HashMap;
+
+use hermes_adapter::{GroupSessions, Platform};
 use serde::Deserialize;
+
+use crate::policy::{Decision, Level};
+use crate::tools::Category;
 
 pub use error::ConfigError;
 pub use secret::Secret;
@@ -31,6 +36,8 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agent: AgentConfig,
     pub gateway: GatewayConfig,
+    pub tools: ToolsConfig,
+    pub policy: PolicyConfig,
     pub telegram: TelegramConfig,
 }
 
@@ -94,6 +101,13 @@ pub struct AgentConfig {
     /// IANA time zone the agent assumes for the user (`current_time` default). Unset: the
     /// system's zone.
     pub timezone: Option<String>,
+    /// Tokens (prompt + completion, all model calls) one turn may spend before it stops.
+    pub max_turn_tokens: u64,
+    /// Wall-clock limit of one turn, in seconds.
+    pub max_turn_secs: u64,
+    /// While a turn runs longer than this, the user gets a short "still working" note this
+    /// often (0: never).
+    pub progress_notice_secs: u64,
 }
 
 impl Default for AgentConfig {
@@ -104,6 +118,78 @@ impl Default for AgentConfig {
             tool_output_max_chars: 16_000,
             system_prompt: None,
             timezone: None,
+            max_turn_tokens: 2_000_000,
+            max_turn_secs: 1800,
+            progress_notice_secs: 120,
+        }
+    }
+}
+
+/// Which tools exist and how they are confined.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Directory the file and terminal tools work in (and cannot leave). Default
+    /// `$HERMES_HOME/workspace`.
+    pub workspace: Option<PathBuf>,
+    /// Toolsets enabled everywhere: `core`, `files`, `terminal`, `web`, `delegate`.
+    pub toolsets: Vec<String>,
+    /// Toolsets per platform, replacing `toolsets` there (`[tools.platforms] telegram = [...]`).
+    pub platforms: HashMap<Platform, Vec<String>>,
+    /// Let `web_fetch` reach loopback, private and link-local addresses (intranets).
+    pub web_allow_private: bool,
+    /// Default timeout of a terminal command, in seconds (the model may ask for up to 600).
+    pub terminal_timeout_secs: u64,
+    /// Model calls a `delegate_task` subagent may make.
+    pub subagent_max_iterations: u32,
+    /// Subagents running at once across the daemon.
+    pub max_concurrent_subagents: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            workspace: None,
+            toolsets: crate::tools::TOOLSETS
+                .iter()
+                .map(|(name, _)| (*name).to_owned())
+                .collect(),
+            platforms: HashMap::new(),
+            web_allow_private: false,
+            terminal_timeout_secs: 60,
+            subagent_max_iterations: 50,
+            max_concurrent_subagents: 3,
+        }
+    }
+}
+
+/// Who may do what without asking.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Default permission level: `safe`, `auto` or `full-access`.
+    pub level: Level,
+    /// Level per platform (`[policy.platforms] telegram = "safe"`).
+    pub platforms: HashMap<Platform, Level>,
+    /// Cell overrides (`[policy.matrix.auto] system = "deny"`).
+    pub matrix: HashMap<Level, HashMap<Category, Decision>>,
+    /// Per-tool overrides at every level (`[policy.tools] terminal = "deny"`).
+    pub tools: HashMap<String, Decision>,
+    /// Seconds a confirmation waits for the user; no answer is a denial.
+    pub approval_timeout_secs: u64,
+    /// Seconds `clarify` waits for the user's answer.
+    pub clarify_timeout_secs: u64,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        PolicyConfig {
+            level: Level::Auto,
+            platforms: HashMap::new(),
+            matrix: HashMap::new(),
+            tools: HashMap::new(),
+            approval_timeout_secs: 30,
+            clarify_timeout_secs: 300,
         }
     }
 }
@@ -305,6 +391,40 @@ impl Config {
                 );
             }
         }
+        let known = |set: &String| crate::tools::TOOLSETS.iter().any(|(name, _)| name == set);
+        let sets = self
+            .tools
+            .toolsets
+            .iter()
+            .map(|s| ("tools.toolsets".to_owned(), s));
+        let per_platform = self.tools.platforms.iter().flat_map(|(p, sets)| {
+            sets.iter()
+                .map(move |s| (format!("tools.platforms.{p}"), s))
+        });
+        if let Some((key, set)) = sets.chain(per_platform).find(|(_, s)| !known(s)) {
+            let names: Vec<&str> = crate::tools::TOOLSETS.iter().map(|(n, _)| *n).collect();
+            return bad(
+                &key,
+                format!("unknown toolset `{set}` (known: {})", names.join(", ")),
+            );
+        }
+        if let Some(tool) = self
+            .policy
+            .tools
+            .keys()
+            .find(|t| !crate::tools::is_builtin(t))
+        {
+            return bad("policy.tools", format!("unknown tool `{tool}`"));
+        }
+        if self.policy.approval_timeout_secs == 0 {
+            return bad("policy.approval_timeout_secs", "must be at least 1".into());
+        }
+        if self.tools.max_concurrent_subagents == 0 {
+            return bad(
+                "tools.max_concurrent_subagents",
+                "must be at least 1".into(),
+            );
+        }
         check_http_url(&self.telegram.api_url).or_else(|p| bad("telegram.api_url", p))?;
         if self.telegram.poll_timeout_secs > 50 {
             return bad(
@@ -331,6 +451,31 @@ impl Config {
     /// Path of the SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.home.join("hermes.db")
+    }
+
+    /// The directory file and terminal tools are confined to.
+    pub fn workspace(&self) -> PathBuf {
+        self.tools
+            .workspace
+            .clone()
+            .unwrap_or_else(|| self.home.join("workspace"))
+    }
+
+    /// Toolsets enabled on `platform`.
+    pub fn toolsets(&self, platform: Platform) -> &[String] {
+        self.tools
+            .platforms
+            .get(&platform)
+            .unwrap_or(&self.tools.toolsets)
+    }
+
+    /// The permission level new sessions on `platform` start with.
+    pub fn level(&self, platform: Platform) -> Level {
+        self.policy
+            .platforms
+            .get(&platform)
+            .copied()
+            .unwrap_or(self.policy.level)
     }
 }
 

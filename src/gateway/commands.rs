@@ -8,6 +8,8 @@ use hermes_adapter::SessionKey;
 
 use super::Shared;
 use super::health::ListenerState;
+use crate::agent::permissions;
+use crate::policy::Level;
 use crate::store::InboxOutcome;
 
 /// Answer a built-in command, or `None` if `name` is not one.
@@ -15,7 +17,7 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
     key: &SessionKey,
     name: &str,
-    _arg: &str,
+    arg: &str,
 ) -> Option<String> {
     Some(match name {
         "help" | "start" => HELP.to_owned(),
@@ -39,6 +41,8 @@ pub(crate) async fn handle(
             }
         }
         "status" => status(shared, key).await,
+        "approve" | "deny" => "Nothing is waiting for your approval.".to_owned(),
+        "permissions" => permissions(shared, key, arg).await,
         _ => return None,
     })
 }
@@ -48,7 +52,50 @@ Commands:\n\
 /new — start a new conversation (/reset works too)\n\
 /stop — stop what I'm doing and drop waiting messages\n\
 /status — this conversation, the model, and my health\n\
+/permissions [safe|auto|full-access] — show or set what I may do without asking\n\
+/approve, /deny — answer a pending permission request (yes / no work too)\n\
 /help — this message";
+
+async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
+    let default = shared.config.level(key.platform);
+    if !arg.is_empty() {
+        let level = match arg.trim().to_lowercase().as_str() {
+            "default" | "reset" => None,
+            other => match Level::parse(other) {
+                Some(l) => Some(l),
+                None => {
+                    return format!(
+                        "Unknown level `{arg}`. Use safe, auto or full-access (or default)."
+                    );
+                }
+            },
+        };
+        if let Err(e) = permissions::set_level(&shared.store, key, level).await {
+            tracing::error!(error = %e, "cannot store a permission level");
+            return "⚠️ I could not change the level (storage error).".into();
+        }
+    }
+    let level = permissions::stored_level(&shared.store, key)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(default);
+    let explain = match level {
+        Level::Safe => "I ask before every tool call.",
+        Level::Auto => {
+            "I read and write files on my own; I ask before system commands and anything involving money."
+        }
+        Level::FullAccess => "I use every tool without asking (dangerous commands included).",
+    };
+    let changed = if arg.is_empty() {
+        ""
+    } else {
+        "Permission level set. "
+    };
+    format!(
+        "{changed}Level: {level} — {explain}\nChange with /permissions safe | auto | full-access (default: {default})."
+    )
+}
 
 struct Stopped {
     was_running: bool,

@@ -10,8 +10,9 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::delivery::{replies, user_content};
+use super::interaction::ChatInteraction;
 use super::session_pool::Lane;
-use crate::agent::{Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
+use crate::agent::{Interaction, Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
 use crate::config::BusyMode;
 use crate::llm::{ChatMessage, LlmError};
 use crate::store::{InboxOutcome, InboxRow, TurnCommit, TurnRecord};
@@ -106,6 +107,13 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     };
     let started_at = now_millis();
     let typing = start_typing(shared, &last);
+    let person = Arc::new(ChatInteraction {
+        shared: shared.clone(),
+        to: last.clone(),
+        key: lane.key.clone(),
+        control: control.clone(),
+    });
+    let progress = start_progress_notes(shared, person.clone());
     let input = TurnInput {
         session: &session,
         setting: Setting {
@@ -117,10 +125,12 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
             .map(|r| (Some(r.id), user_content(&r.message)))
             .collect(),
         control: control.clone(),
+        requester: Some(last.sender.id.clone()),
+        interaction: Some(person),
     };
     let result = shared.agent.run_turn(input).await;
-    if let Some(t) = typing {
-        t.abort();
+    for task in [typing, progress].into_iter().flatten() {
+        task.abort();
     }
     let report = match result {
         Ok(r) => r,
@@ -222,6 +232,30 @@ fn failure_notice(err: &LlmError) -> String {
     format!(
         "⚠️ Sorry, I could not answer: {what}. Your message is saved; send \"try again\" in a moment."
     )
+}
+
+/// While a turn runs long, tell the user now and then that it is still working.
+fn start_progress_notes(
+    shared: &Shared,
+    person: Arc<ChatInteraction>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let every = shared.config.agent.progress_notice_secs;
+    if every == 0 {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let started = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_secs(every)).await;
+            let minutes = started.elapsed().as_secs() / 60;
+            let text = match minutes {
+                0 => "⏳ Still working on it…".to_owned(),
+                1 => "⏳ Still working on it (1 minute so far)…".to_owned(),
+                m => format!("⏳ Still working on it ({m} minutes so far)…"),
+            };
+            person.notify(&text).await;
+        }
+    }))
 }
 
 /// Keep a "typing…" indicator up while the turn runs (platform indicators expire after ~5 s).

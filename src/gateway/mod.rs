@@ -16,6 +16,7 @@ pub mod chunk;
 mod commands;
 mod delivery;
 mod health;
+mod interaction;
 mod lane;
 mod outbox_pump;
 mod router;
@@ -37,6 +38,7 @@ pub use supervisor::SupervisorPolicy;
 
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::policy::{ApprovalBook, Book};
 use crate::store::Store;
 use session_pool::SessionPool;
 
@@ -51,6 +53,10 @@ pub(crate) struct Shared {
     pub inbox_signal: Arc<Notify>,
     pub outbox_signal: Notify,
     pub pool: SessionPool,
+    /// Confirmations waiting for a user's answer.
+    pub approvals: ApprovalBook,
+    /// `clarify` questions waiting for a user's answer.
+    pub questions: Book<interaction::Reply>,
     pub started: Instant,
     /// Cancelled first at shutdown: adapters stop receiving, the router stops routing.
     pub intake: CancellationToken,
@@ -90,6 +96,8 @@ impl Gateway {
             inbox_signal: Arc::new(Notify::new()),
             outbox_signal: Notify::new(),
             pool,
+            approvals: ApprovalBook::default(),
+            questions: Book::default(),
             started: Instant::now(),
             intake: CancellationToken::new(),
             draining: CancellationToken::new(),

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
-use hermes_adapter::SessionKey;
+use hermes_adapter::{Message, SessionKey, Trigger};
 
 use super::Shared;
 use super::commands;
+use super::interaction::Reply;
+use crate::policy::Answer;
 use crate::store::{InboxOutcome, InboxRow};
 
 const BATCH: usize = 100;
@@ -66,11 +68,26 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "ignoring a message from a user who is not allowed");
         return ignore(InboxOutcome::Unauthorized).await;
     }
-    if msg.sender.is_bot || !msg.trigger.addressed() {
-        tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, "ignoring a message not addressed to the bot");
+    if msg.sender.is_bot {
         return ignore(InboxOutcome::NotAddressed).await;
     }
     let key = SessionKey::for_message(msg, shared.config.gateway.group_sessions);
+    // Answers to a waiting confirmation or question go to the waiting turn, not to the lane.
+    if let Some(answered) = answer_waiting(shared, msg, &key) {
+        tracing::info!(session = %key, "{answered}");
+        if let Err(e) = shared
+            .store
+            .inbox_finish(vec![row.id], InboxOutcome::Command)
+            .await
+        {
+            tracing::error!(error = %e, "cannot update the inbox");
+        }
+        return;
+    }
+    if !msg.trigger.addressed() {
+        tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, "ignoring a message not addressed to the bot");
+        return ignore(InboxOutcome::NotAddressed).await;
+    }
     if let Some((name, arg)) = msg.command()
         && let Some(reply) = commands::handle(shared, &key, &name, arg).await
     {
@@ -90,4 +107,40 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         return;
     }
     shared.pool.notify(shared, &key, row.id).await;
+}
+
+/// If `msg` answers a waiting confirmation or question, hand the answer over and say what
+/// happened (for the log). Button presses carry the wait's id; typed answers go to the oldest
+/// wait of the session. Answers by anyone but the requester are refused.
+fn answer_waiting(shared: &Shared, msg: &Message, key: &SessionKey) -> Option<String> {
+    let by = &msg.sender.id;
+    if let Trigger::Button { data } = &msg.trigger {
+        let mut parts = data.splitn(3, ':');
+        let (kind, id, value) = (parts.next()?, parts.next()?, parts.next()?);
+        let result = match kind {
+            "ap" => shared.approvals.resolve(id, by, Answer::from_code(value)?),
+            "cl" => shared
+                .questions
+                .resolve(id, by, Reply::Choice(value.parse().ok()?)),
+            _ => return None,
+        };
+        return Some(match result {
+            Ok(r) => format!("{} answered by button", r.subject),
+            Err(why) => format!("button press ignored: {why:?}"),
+        });
+    }
+    if let Some(answer) = Answer::from_reply(&msg.text)
+        && let Ok(r) = shared.approvals.resolve_oldest(key, by, answer)
+    {
+        return Some(format!("{} answered by reply", r.subject));
+    }
+    if msg.trigger.addressed()
+        && msg.command().is_none()
+        && let Ok(r) = shared
+            .questions
+            .resolve_oldest(key, by, Reply::Text(msg.text.clone()))
+    {
+        return Some(format!("{} answered", r.subject));
+    }
+    None
 }

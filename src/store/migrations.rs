@@ -97,6 +97,17 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX turns_session ON turns(session_id, id);
     "#,
+    // 2: small named settings per scope (a session's permission level and todo list, a user's
+    // standing tool grants).
+    r#"
+    CREATE TABLE settings (
+        scope       TEXT NOT NULL,
+        name        TEXT NOT NULL,
+        value       TEXT NOT NULL,
+        updated_at  INTEGER NOT NULL,
+        PRIMARY KEY (scope, name)
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// Bring the schema to the latest version.

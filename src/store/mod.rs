@@ -10,6 +10,7 @@ mod inbox;
 mod migrations;
 mod outbox;
 mod sessions;
+mod settings;
 
 use std::path::Path;
 use std::sync::mpsc;

@@ -5,7 +5,7 @@
 //! wait for each other. The idempotency key is unique: writing the same reply twice is a no-op.
 
 use hermes_adapter::{Outbound, Platform, now_millis};
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::{Result, Store, StoreError};
 
@@ -152,6 +152,21 @@ impl Store {
                 params![id, error],
             )?;
             Ok(())
+        })
+        .await
+    }
+
+    /// The platform id of the sent message with this idempotency key, once it was sent.
+    pub async fn outbox_sent_id(&self, key: &str) -> Result<Option<String>> {
+        let key = key.to_owned();
+        self.call(move |c| {
+            Ok(c.query_row(
+                "SELECT sent_id FROM outbox WHERE idempotency_key = ?1 AND status = 'sent'",
+                [key],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
         })
         .await
     }

@@ -1,7 +1,10 @@
 //! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`], one file per built-in.
 
+mod clarify;
 mod current_time;
+mod delegate;
 mod registry;
+mod todo;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,12 +14,67 @@ use hermes_adapter::{Platform, SessionKey};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use clarify::Clarify;
 pub use current_time::CurrentTime;
+pub use delegate::DelegateTask;
 pub use registry::ToolRegistry;
+pub use todo::Todo;
+
+use std::sync::Arc;
+
+use crate::agent::Interaction;
+use crate::config::Config;
+use crate::store::Store;
+
+/// The built-in tools, configured. Which of them a turn may call is decided per platform by the
+/// configured toolsets.
+pub fn builtin(config: &Config, store: &Store) -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    r.register(Arc::new(CurrentTime::default()));
+    r.register(Arc::new(Todo::new(store.clone())));
+    r.register(Arc::new(Clarify::new(Duration::from_secs(
+        config.policy.clarify_timeout_secs,
+    ))));
+    r.register(Arc::new(DelegateTask::default()));
+    r
+}
+
+/// Named groups of tools that configuration enables per platform.
+pub const TOOLSETS: &[(&str, &[&str])] = &[
+    ("core", &["current_time", "todo", "clarify"]),
+    (
+        "files",
+        &[
+            "read_file",
+            "write_file",
+            "patch_file",
+            "search_files",
+            "list_dir",
+        ],
+    ),
+    ("terminal", &["terminal"]),
+    ("web", &["web_fetch"]),
+    ("delegate", &["delegate_task"]),
+];
+
+/// Whether `name` is a built-in tool.
+pub fn is_builtin(name: &str) -> bool {
+    TOOLSETS.iter().any(|(_, tools)| tools.contains(&name))
+}
+
+/// The tool names enabled by `toolsets`.
+pub fn tools_in(toolsets: &[String]) -> Vec<&'static str> {
+    TOOLSETS
+        .iter()
+        .filter(|(name, _)| toolsets.iter().any(|s| s == name))
+        .flat_map(|(_, tools)| tools.iter().copied())
+        .collect()
+}
 
 /// What a tool touches; with the session's permission level it decides whether a call runs at
 /// once, needs confirmation, or is refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Category {
     Read,
     Write,
@@ -67,13 +125,15 @@ pub fn schema_of<T: schemars::JsonSchema>() -> Value {
 }
 
 /// What a tool knows about the turn calling it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     pub session: SessionKey,
     /// The user's time zone, from configuration.
     pub timezone: jiff::tz::TimeZone,
     /// Cancelled when the turn is stopped; long tools should watch it.
     pub cancel: CancellationToken,
+    /// The person behind the turn, if one can be asked (not in subagents or cron).
+    pub interaction: Option<Arc<dyn Interaction>>,
 }
 
 impl ToolContext {
@@ -83,6 +143,7 @@ impl ToolContext {
             session: SessionKey::direct(Platform::Cli, "test"),
             timezone: jiff::tz::TimeZone::UTC,
             cancel: CancellationToken::new(),
+            interaction: None,
         }
     }
 }

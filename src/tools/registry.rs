@@ -40,10 +40,11 @@ impl ToolRegistry {
         self.tools.is_empty()
     }
 
-    /// Schemas for the model.
-    pub fn schemas(&self) -> Vec<ToolSchema> {
+    /// Schemas of the tools named in `enabled`, in registration order.
+    pub fn schemas_of(&self, enabled: &[&str]) -> Vec<ToolSchema> {
         self.tools
             .iter()
+            .filter(|t| enabled.contains(&t.spec().name))
             .map(|t| {
                 let s = t.spec();
                 ToolSchema {

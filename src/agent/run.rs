@@ -1,0 +1,127 @@
+//! The model/tool loop shared by turns and subagents, with its budgets and safe points.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::turn::{TurnControl, TurnOutcome, TurnReport};
+use super::{Agent, Interaction, Permissions};
+use crate::llm::{ChatMessage, ChatRequest, Usage, complete_with_retry};
+use crate::store::StoreError;
+use crate::tools::ToolContext;
+
+/// One run of the loop: a turn (depth 0, stored) or a subagent (depth 1, not stored).
+pub(crate) struct Run<'a> {
+    pub agent: &'a Agent,
+    /// Where tool rounds are stored; `None` for subagents.
+    pub session_id: Option<i64>,
+    /// Tools this run may call.
+    pub enabled: Vec<&'static str>,
+    pub ctx: ToolContext,
+    pub control: TurnControl,
+    pub perms: Permissions,
+    pub interaction: Option<Arc<dyn Interaction>>,
+    pub depth: u8,
+    pub max_iterations: u32,
+    pub model: String,
+    /// Spent by subagents of this run.
+    pub extra_usage: Usage,
+    pub extra_iterations: u32,
+}
+
+impl Run<'_> {
+    /// Loop until the model answers without tool calls, a budget runs out, or the turn is
+    /// cancelled.
+    pub async fn drive(
+        &mut self,
+        mut messages: Vec<ChatMessage>,
+    ) -> Result<TurnReport, StoreError> {
+        let schemas = self.agent.tools.schemas_of(&self.enabled);
+        let limits = &self.agent.config.agent;
+        let deadline = Instant::now() + Duration::from_secs(limits.max_turn_secs.max(1));
+        let mut usage = Usage::default();
+        let mut iteration = 0;
+        let outcome = loop {
+            if self.control.interrupt.is_cancelled() || self.control.stop.is_cancelled() {
+                break TurnOutcome::Cancelled;
+            }
+            if iteration >= self.max_iterations {
+                break TurnOutcome::BudgetExhausted(format!(
+                    "I stopped after {} steps without finishing. Reply \"continue\" to let me go on, or /new to start over.",
+                    self.max_iterations
+                ));
+            }
+            let spent = usage.prompt_tokens
+                + usage.completion_tokens
+                + self.extra_usage.prompt_tokens
+                + self.extra_usage.completion_tokens;
+            if spent >= limits.max_turn_tokens {
+                break TurnOutcome::BudgetExhausted(format!(
+                    "I stopped: this task used {spent} tokens, over the limit of {} per turn. Reply \"continue\" to go on.",
+                    limits.max_turn_tokens
+                ));
+            }
+            iteration += 1;
+            let request = ChatRequest {
+                model: self.model.clone(),
+                messages: messages.clone(),
+                tools: schemas.clone(),
+                max_output_tokens: self.agent.config.llm.max_output_tokens,
+            };
+            let response = tokio::select! {
+                r = complete_with_retry(self.agent.provider.as_ref(), &request, self.agent.retry) => r,
+                _ = self.control.interrupt.cancelled() => break TurnOutcome::Cancelled,
+                _ = self.control.stop.cancelled() => break TurnOutcome::Cancelled,
+                _ = tokio::time::sleep_until(deadline) => break out_of_time(limits.max_turn_secs),
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(e) => break TurnOutcome::Failed(e),
+            };
+            usage += response.usage;
+            if response.tool_calls.is_empty() {
+                let text = if response.content.trim().is_empty() {
+                    "(The model returned an empty answer. Try rephrasing, or /new to start over.)"
+                        .to_owned()
+                } else {
+                    response.content
+                };
+                break TurnOutcome::Answered(text);
+            }
+            let mut asked = ChatMessage::assistant(response.content);
+            asked.tool_calls = response.tool_calls;
+            if let Some(id) = self.session_id {
+                self.agent
+                    .store
+                    .append_messages(id, vec![asked.clone()])
+                    .await?;
+            }
+            let results = self.dispatch(&asked).await;
+            if let Some(id) = self.session_id {
+                self.agent
+                    .store
+                    .append_messages(id, results.clone())
+                    .await?;
+            }
+            messages.push(asked);
+            messages.extend(results);
+            if Instant::now() >= deadline {
+                break out_of_time(limits.max_turn_secs);
+            }
+        };
+        usage += self.extra_usage;
+        Ok(TurnReport {
+            outcome,
+            usage,
+            iterations: iteration + self.extra_iterations,
+        })
+    }
+}
+
+fn out_of_time(secs: u64) -> TurnOutcome {
+    TurnOutcome::BudgetExhausted(format!(
+        "I stopped: this task ran for {} minutes, the limit per turn. Reply \"continue\" to go on.",
+        secs.div_ceil(60)
+    ))
+}

@@ -1,0 +1,170 @@
+//! The chat as the agent's [`Interaction`]: confirmations and questions posted through the
+//! outbox (with buttons where the platform has them), answered by a button press or a reply that
+//! the router hands back through the approval and question books.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hermes_adapter::{Button, Message, Outbound, SessionKey};
+use tokio::sync::oneshot;
+
+use super::Shared;
+use crate::agent::{ConfirmRequest, Interaction, TurnControl};
+use crate::policy::Answer;
+
+/// An answer to a question: typed, or a choice button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    Text(String),
+    Choice(usize),
+}
+
+/// The person behind one turn, in their chat.
+pub(crate) struct ChatInteraction {
+    pub shared: Arc<Shared>,
+    /// The message that started the turn: where to ask, and who may answer.
+    pub to: Message,
+    pub key: SessionKey,
+    pub control: TurnControl,
+}
+
+impl ChatInteraction {
+    fn buttons(&self) -> bool {
+        self.shared
+            .adapters
+            .get(&self.to.platform)
+            .is_some_and(|a| a.capabilities().buttons)
+    }
+
+    /// Queue a message in the turn's chat (thread, reply) with an idempotency key.
+    async fn post(&self, text: String, buttons: Vec<Vec<Button>>, key: String) {
+        let mut out = Outbound::text(self.to.chat.id.clone(), text, key);
+        out.thread = self.to.thread.clone();
+        out.buttons = buttons;
+        match self
+            .shared
+            .store
+            .outbox_enqueue(vec![(self.to.platform, out)])
+            .await
+        {
+            Ok(()) => self.shared.outbox_signal.notify_one(),
+            Err(e) => tracing::error!(error = %e, "cannot queue a message for the user"),
+        }
+    }
+
+    /// Wait for an answer, the timeout, or the end of the turn (an interrupt counts: the user
+    /// moved on).
+    async fn wait<T>(&self, rx: oneshot::Receiver<T>, timeout: Duration) -> Option<T> {
+        tokio::select! {
+            r = rx => r.ok(),
+            _ = tokio::time::sleep(timeout) => None,
+            _ = self.control.stop.cancelled() => None,
+            _ = self.control.interrupt.cancelled() => None,
+        }
+    }
+
+    /// Replace the request message's text (removing its buttons) once it is answered.
+    fn settle(&self, key: String, text: String) {
+        let shared = self.shared.clone();
+        let (platform, chat) = (self.to.platform, self.to.chat.id.clone());
+        tokio::spawn(async move {
+            let Some(adapter) = shared.adapters.get(&platform) else {
+                return;
+            };
+            if let Ok(Some(sent)) = shared.store.outbox_sent_id(&key).await
+                && let Err(e) = adapter
+                    .edit(&chat, &hermes_adapter::SentId(sent), &text)
+                    .await
+            {
+                tracing::debug!(error = %e, "cannot update an answered request");
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl Interaction for ChatInteraction {
+    async fn confirm(&self, request: &ConfirmRequest) -> Option<Answer> {
+        let timeout = Duration::from_secs(self.shared.config.policy.approval_timeout_secs);
+        let (pending, rx) =
+            self.shared
+                .approvals
+                .open(self.key.clone(), self.to.sender.id.clone(), &request.tool);
+        let buttons = if self.buttons() {
+            let b = |label: &str, a: Answer| Button {
+                label: label.to_owned(),
+                data: format!("ap:{}:{}", pending.id, a.code()),
+            };
+            vec![
+                vec![
+                    b("✅ Allow once", Answer::Once),
+                    b("Allow for this session", Answer::Session),
+                ],
+                vec![
+                    b("Always allow", Answer::Always),
+                    b("❌ Deny", Answer::Deny),
+                ],
+            ]
+        } else {
+            Vec::new()
+        };
+        let text = request.describe(timeout.as_secs(), !buttons.is_empty());
+        let key = format!("ap:{}", pending.id);
+        self.post(text.clone(), buttons, key.clone()).await;
+        tracing::info!(tool = %request.tool, approval = %pending.id, "asked the user for confirmation");
+        let answer = self.wait(rx, timeout).await;
+        self.shared.approvals.close(&pending.id);
+        let verdict = match answer {
+            Some(Answer::Once) => "✅ Allowed once.",
+            Some(Answer::Session) => "✅ Allowed for this session.",
+            Some(Answer::Always) => "✅ Always allowed.",
+            Some(Answer::Deny) => "❌ Denied.",
+            None if self.control.stop.is_cancelled() || self.control.interrupt.is_cancelled() => {
+                "❌ Cancelled."
+            }
+            None => "⏱ No answer in time: denied.",
+        };
+        tracing::info!(tool = %request.tool, approval = %pending.id, verdict, "confirmation settled");
+        self.settle(format!("{key}:1/1"), format!("{text}\n\n{verdict}"));
+        answer
+    }
+
+    async fn ask(&self, question: &str, choices: &[String]) -> Option<String> {
+        let timeout = Duration::from_secs(self.shared.config.policy.clarify_timeout_secs);
+        let (pending, rx) =
+            self.shared
+                .questions
+                .open(self.key.clone(), self.to.sender.id.clone(), "question");
+        let buttons = if self.buttons() && !choices.is_empty() {
+            vec![
+                choices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Button {
+                        label: c.clone(),
+                        data: format!("cl:{}:{i}", pending.id),
+                    })
+                    .collect(),
+            ]
+        } else {
+            Vec::new()
+        };
+        let mut text = format!("❓ {question}");
+        if buttons.is_empty() && !choices.is_empty() {
+            text.push_str(&format!("\n({})", choices.join(" / ")));
+        }
+        self.post(text, buttons, format!("cl:{}", pending.id)).await;
+        let answer = self.wait(rx, timeout).await;
+        self.shared.questions.close(&pending.id);
+        answer.map(|a| match a {
+            Reply::Choice(i) => choices.get(i).cloned().unwrap_or_default(),
+            Reply::Text(t) => t,
+        })
+    }
+
+    async fn notify(&self, text: &str) {
+        let key = format!("note:{}:{}", self.key, hermes_adapter::now_millis());
+        self.post(text.to_owned(), Vec::new(), key).await;
+    }
+}
