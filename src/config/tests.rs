@@ -127,3 +127,35 @@ fn missing_default_file_is_fine() {
     assert!(c.source.is_none());
     assert_eq!(c.database_path(), dir.path().join("hermes.db"));
 }
+
+#[test]
+fn the_example_file_is_valid_and_matches_the_defaults() {
+    let text = include_str!("../../config/hermes.example.toml");
+    let parsed = parse(text).unwrap();
+    let defaults = Config::default();
+    assert_eq!(parsed.agent.max_iterations, defaults.agent.max_iterations);
+    assert_eq!(parsed.tools.toolsets, defaults.tools.toolsets);
+    assert_eq!(parsed.policy.level, defaults.policy.level);
+    assert_eq!(parsed.telegram.poll_timeout_secs, defaults.telegram.poll_timeout_secs);
+    parsed.validate().unwrap();
+}
+
+#[test]
+fn policy_and_tool_overrides_parse() {
+    let c = parse(
+        "[policy]\nlevel = \"safe\"\n[policy.platforms]\ntelegram = \"full-access\"\n\
+         [policy.matrix.auto]\nsystem = \"deny\"\n[policy.tools]\nterminal = \"confirm\"\n\
+         [tools.platforms]\ntelegram = [\"core\", \"web\"]\n",
+    )
+    .unwrap();
+    c.validate().unwrap();
+    assert_eq!(c.level(Platform::Telegram), Level::FullAccess);
+    assert_eq!(c.level(Platform::Cli), Level::Safe);
+    assert_eq!(c.toolsets(Platform::Telegram), ["core", "web"]);
+    let err = parse("[tools]\ntoolsets = [\"core\", \"rockets\"]\n").unwrap().validate().unwrap_err();
+    assert_eq!(err.key, "tools.toolsets");
+    let err = parse("[policy.tools]\nlaunch = \"deny\"\n").unwrap().validate().unwrap_err();
+    assert_eq!(err.key, "policy.tools");
+    let err = parse("[policy]\nlevel = \"yolo\"\n").unwrap_err();
+    assert_eq!(err.key, "policy.level");
+}
