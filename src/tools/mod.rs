@@ -1,6 +1,7 @@
 //! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`], one file per built-in.
 
 mod current_time;
+pub mod files;
 mod registry;
 
 use std::path::PathBuf;
