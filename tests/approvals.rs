@@ -17,14 +17,22 @@ const WAIT: Duration = Duration::from_secs(20);
 /// The model answers with what the last tool returned, so the chat shows the outcome.
 fn echo_tool_results(w: &World) {
     w.llm.set_default(|req: &RecordedRequest| {
-        let last = req.tool_results().last().map(|(_, text)| text.clone()).unwrap_or_default();
+        let last = req
+            .tool_results()
+            .last()
+            .map(|(_, text)| text.clone())
+            .unwrap_or_default();
         Reply::text(format!("tool said: {last}"))
     });
 }
 
 /// `(label, callback data)` of the buttons under a message.
 fn buttons(m: &SentMessage) -> Vec<(String, String)> {
-    let rows = m.reply_markup.as_ref().and_then(|r| r["inline_keyboard"].as_array().cloned()).unwrap_or_default();
+    let rows = m
+        .reply_markup
+        .as_ref()
+        .and_then(|r| r["inline_keyboard"].as_array().cloned())
+        .unwrap_or_default();
     rows.iter()
         .flat_map(|row| row.as_array().cloned().unwrap_or_default())
         .map(|b: Value| {
@@ -48,21 +56,49 @@ fn button(m: &SentMessage, label_starts: &str) -> String {
 async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
     let mut w = World::new("").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo approved-$((40 + 2))"})));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo approved-$((40 + 2))"}),
+    ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run the thing");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
-    assert!(request.visible_text.contains("Permission needed: terminal"), "{}", request.visible_text);
-    assert!(request.visible_text.contains("echo approved-$((40 + 2))"), "the full command is shown");
+    assert!(
+        request.visible_text.contains("Permission needed: terminal"),
+        "{}",
+        request.visible_text
+    );
+    assert!(
+        request.visible_text.contains("echo approved-$((40 + 2))"),
+        "the full command is shown"
+    );
     let labels: Vec<String> = buttons(&request).into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels.len(), 4, "{labels:?}");
-    w.tg.callback_query(ALICE, ALICE, request.message_id, &button(&request, "Allow once"));
+    w.tg.callback_query(
+        ALICE,
+        ALICE,
+        request.message_id,
+        &button(&request, "Allow once"),
+    );
     let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(sent[1].visible_text.contains("approved-42"), "{}", sent[1].visible_text);
+    assert!(
+        sent[1].visible_text.contains("approved-42"),
+        "{}",
+        sent[1].visible_text
+    );
     // The request was updated to show the decision, and its buttons are gone.
     let deadline = std::time::Instant::now() + WAIT;
-    while !w.tg.edits().iter().any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once")) {
-        assert!(std::time::Instant::now() < deadline, "request never marked allowed: {:?}", w.tg.edits());
+    while !w
+        .tg
+        .edits()
+        .iter()
+        .any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "request never marked allowed: {:?}",
+            w.tg.edits()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -71,13 +107,20 @@ async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
 async fn deny_refuses_the_call_and_the_model_is_told() {
     let mut w = World::new("").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo should-not-run"})));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo should-not-run"}),
+    ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run it");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
     w.tg.callback_query(ALICE, ALICE, request.message_id, &button(&request, "Deny"));
     let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(sent[1].visible_text.contains("the user denied"), "{}", sent[1].visible_text);
+    assert!(
+        sent[1].visible_text.contains("the user denied"),
+        "{}",
+        sent[1].visible_text
+    );
     assert!(!sent[1].visible_text.contains("should-not-run\n"));
 }
 
@@ -85,41 +128,75 @@ async fn deny_refuses_the_call_and_the_model_is_told() {
 async fn no_answer_in_time_is_a_denial() {
     let mut w = World::new("[policy]\napproval_timeout_secs = 1\n").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo too-late"})));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo too-late"}),
+    ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run it");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(sent[0].visible_text.contains("within 1 s"), "{}", sent[0].visible_text);
-    assert!(sent[1].visible_text.contains("did not confirm"), "{}", sent[1].visible_text);
+    assert!(
+        sent[0].visible_text.contains("within 1 s"),
+        "{}",
+        sent[0].visible_text
+    );
+    assert!(
+        sent[1].visible_text.contains("did not confirm"),
+        "{}",
+        sent[1].visible_text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_yes_approves() {
     let mut w = World::new("").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo by-reply"})));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo by-reply"}),
+    ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run it");
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "yes");
     let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(sent[1].visible_text.contains("by-reply"), "{}", sent[1].visible_text);
-    assert_eq!(w.llm.requests().len(), 2, "the yes went to the waiting turn, not to the model");
+    assert!(
+        sent[1].visible_text.contains("by-reply"),
+        "{}",
+        sent[1].visible_text
+    );
+    assert_eq!(
+        w.llm.requests().len(),
+        2,
+        "the yes went to the waiting turn, not to the model"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_users_press_does_nothing() {
     let mut w = World::new("[policy]\napproval_timeout_secs = 3\n").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo bobs-wish"})));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo bobs-wish"}),
+    ));
     let _daemon = w.start().await;
     w.tg.group_mention(GROUP, ALICE, "Alice", "run it");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
-    let press = w.tg.callback_query(BOB, GROUP, request.message_id, &button(&request, "Allow once"));
+    let press = w.tg.callback_query(
+        BOB,
+        GROUP,
+        request.message_id,
+        &button(&request, "Allow once"),
+    );
     assert!(press.callback_query_id.is_some());
     // Bob may talk to the bot, but only Alice can approve Alice's request: it times out.
     let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(sent[1].visible_text.contains("did not confirm"), "{}", sent[1].visible_text);
+    assert!(
+        sent[1].visible_text.contains("did not confirm"),
+        "{}",
+        sent[1].visible_text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,36 +214,74 @@ async fn two_confirmations_in_one_turn_are_asked_one_after_another() {
     w.tg.private_text(ALICE, "Alice", "run both");
     let first = w.tg.wait_sent(1, WAIT).await.remove(0);
     assert!(first.visible_text.contains("echo first"));
-    w.tg.callback_query(ALICE, ALICE, first.message_id, &button(&first, "Allow once"));
+    w.tg.callback_query(
+        ALICE,
+        ALICE,
+        first.message_id,
+        &button(&first, "Allow once"),
+    );
     let second = w.tg.wait_sent(2, WAIT).await.remove(1);
-    assert!(second.visible_text.contains("echo second"), "{}", second.visible_text);
+    assert!(
+        second.visible_text.contains("echo second"),
+        "{}",
+        second.visible_text
+    );
     w.tg.callback_query(ALICE, ALICE, second.message_id, &button(&second, "Deny"));
     let answer = w.tg.wait_sent(3, WAIT).await.remove(2);
-    assert!(answer.visible_text.contains("first"), "{}", answer.visible_text);
-    assert!(answer.visible_text.contains("denied"), "{}", answer.visible_text);
+    assert!(
+        answer.visible_text.contains("first"),
+        "{}",
+        answer.visible_text
+    );
+    assert!(
+        answer.visible_text.contains("denied"),
+        "{}",
+        answer.visible_text
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
     let mut w = World::new("").await;
     echo_tool_results(&w);
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo one"})));
+    w.llm
+        .push(Reply::tool_call("terminal", json!({"command": "echo one"})));
     w.llm.push(Reply::text("first done"));
-    w.llm.push(Reply::tool_call("terminal", json!({"command": "echo two"})));
+    w.llm
+        .push(Reply::tool_call("terminal", json!({"command": "echo two"})));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "first");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
-    w.tg.callback_query(ALICE, ALICE, request.message_id, &button(&request, "session"));
+    w.tg.callback_query(
+        ALICE,
+        ALICE,
+        request.message_id,
+        &button(&request, "session"),
+    );
     w.tg.wait_sent(2, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "second");
     let sent = w.tg.wait_sent(3, WAIT).await;
-    assert!(sent[2].visible_text.contains("tool said: exit code 0"), "ran without asking: {}", sent[2].visible_text);
+    assert!(
+        sent[2].visible_text.contains("tool said: exit code 0"),
+        "ran without asking: {}",
+        sent[2].visible_text
+    );
 
     w.tg.private_text(ALICE, "Alice", "/permissions safe");
     let sent = w.tg.wait_sent(4, WAIT).await;
-    assert!(sent[3].visible_text.contains("Level: safe"), "{}", sent[3].visible_text);
+    assert!(
+        sent[3].visible_text.contains("Level: safe"),
+        "{}",
+        sent[3].visible_text
+    );
     w.llm.push(Reply::tool_call("current_time", json!({})));
     w.tg.private_text(ALICE, "Alice", "what time is it?");
     let sent = w.tg.wait_sent(5, WAIT).await;
-    assert!(sent[4].visible_text.contains("Permission needed: current_time"), "{}", sent[4].visible_text);
+    assert!(
+        sent[4]
+            .visible_text
+            .contains("Permission needed: current_time"),
+        "{}",
+        sent[4].visible_text
+    );
 }

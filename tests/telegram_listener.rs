@@ -27,6 +27,7 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     config.llm.base_url = llm.base_url();
     config.llm.api_key = Secret::new("sk-test");
     config.telegram.allowed_users = vec![ALICE.to_string()];
+    config.home = tempfile::tempdir().unwrap().keep();
     let store = Store::open_in_memory().unwrap();
     let agent = Agent::new(
         &config,

@@ -66,22 +66,35 @@ async fn two_parallel_safe_calls_run_concurrently() {
 async fn private_addresses_are_refused_by_default() {
     let mut w = World::new("").await;
     let site = rendezvous_server().await;
-    w.llm.push(Reply::tool_call("web_fetch", json!({"url": format!("{site}/a")})));
+    w.llm.push(Reply::tool_call(
+        "web_fetch",
+        json!({"url": format!("{site}/a")}),
+    ));
     w.llm.push(Reply::text("could not"));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "read my router page");
     w.tg.wait_sent(1, WAIT).await;
     let results = results_of(&w.llm.requests()[1]);
     assert!(results[0].starts_with("error:"), "{}", results[0]);
-    assert!(results[0].contains("loopback") || results[0].contains("private"), "{}", results[0]);
+    assert!(
+        results[0].contains("loopback") || results[0].contains("private"),
+        "{}",
+        results[0]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_to_one_file_run_in_order_inside_the_workspace() {
     let mut w = World::new("").await;
     w.llm.push(Reply::tool_calls(vec![
-        ("write_file", json!({"path": "notes/todo.txt", "content": "one\n"})),
-        ("patch_file", json!({"path": "notes/todo.txt", "old_text": "one", "new_text": "two"})),
+        (
+            "write_file",
+            json!({"path": "notes/todo.txt", "content": "one\n"}),
+        ),
+        (
+            "patch_file",
+            json!({"path": "notes/todo.txt", "old_text": "one", "new_text": "two"}),
+        ),
         ("read_file", json!({"path": "../hermes.db"})),
     ]));
     w.llm.push(Reply::text("written"));
@@ -93,13 +106,20 @@ async fn writes_to_one_file_run_in_order_inside_the_workspace() {
     let results = results_of(&w.llm.requests()[1]);
     assert!(!results[0].starts_with("error"), "{}", results[0]);
     assert!(!results[1].starts_with("error"), "{}", results[1]);
-    assert!(results[2].starts_with("error"), "escaping the workspace must fail: {}", results[2]);
+    assert!(
+        results[2].starts_with("error"),
+        "escaping the workspace must fail: {}",
+        results[2]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delegate_task_returns_the_subagents_summary() {
     let mut w = World::new("").await;
-    w.llm.push(Reply::tool_call("delegate_task", json!({"task": "find the answer", "context": "it is 42"})));
+    w.llm.push(Reply::tool_call(
+        "delegate_task",
+        json!({"task": "find the answer", "context": "it is 42"}),
+    ));
     w.llm.push(Reply::text("The answer is 42."));
     w.llm.push(Reply::text("My helper found: 42."));
     let _daemon = w.start().await;

@@ -45,10 +45,15 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent with the built-in tools, configured from `config`.
-    pub fn new(config: &Config, provider: Arc<dyn Provider>, store: Store) -> Agent {
-        let tools = tools::builtin(config, &store);
-        Self::with_tools(config, provider, store, tools)
+    /// An agent with the built-in tools, configured from `config`. Fails when the tools'
+    /// workspace cannot be created.
+    pub fn new(
+        config: &Config,
+        provider: Arc<dyn Provider>,
+        store: Store,
+    ) -> std::io::Result<Agent> {
+        let tools = tools::builtin(config, &store)?;
+        Ok(Self::with_tools(config, provider, store, tools))
     }
 
     /// An agent with a given set of tools (tests, embedding).

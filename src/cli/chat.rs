@@ -32,7 +32,13 @@ pub(super) async fn chat(config: Config) -> ExitCode {
     };
     let user = std::env::var("USER").unwrap_or_else(|_| "local".into());
     let key = SessionKey::direct(Platform::Cli, user);
-    let agent = Agent::new(&config, provider, store.clone());
+    let agent = match Agent::new(&config, provider, store.clone()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     println!(
         "hermes chat · {} · session {key}\n/new starts over, /exit (or Ctrl-D) leaves, Ctrl-C stops an answer.",
         agent.model()

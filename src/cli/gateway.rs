@@ -66,7 +66,13 @@ pub(super) async fn gateway(config: Config) -> ExitCode {
         }
     };
     tracing::info!(home = %config.home.display(), model = %config.llm.model, provider = %provider.describe(), "starting hermes gateway {}", env!("CARGO_PKG_VERSION"));
-    let agent = Agent::new(&config, provider, store.clone());
+    let agent = match Agent::new(&config, provider, store.clone()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let gateway = Gateway::new(config, store, agent, adapters);
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));

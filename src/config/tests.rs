@@ -136,7 +136,10 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     assert_eq!(parsed.agent.max_iterations, defaults.agent.max_iterations);
     assert_eq!(parsed.tools.toolsets, defaults.tools.toolsets);
     assert_eq!(parsed.policy.level, defaults.policy.level);
-    assert_eq!(parsed.telegram.poll_timeout_secs, defaults.telegram.poll_timeout_secs);
+    assert_eq!(
+        parsed.telegram.poll_timeout_secs,
+        defaults.telegram.poll_timeout_secs
+    );
     parsed.validate().unwrap();
 }
 
@@ -152,9 +155,15 @@ fn policy_and_tool_overrides_parse() {
     assert_eq!(c.level(Platform::Telegram), Level::FullAccess);
     assert_eq!(c.level(Platform::Cli), Level::Safe);
     assert_eq!(c.toolsets(Platform::Telegram), ["core", "web"]);
-    let err = parse("[tools]\ntoolsets = [\"core\", \"rockets\"]\n").unwrap().validate().unwrap_err();
+    let err = parse("[tools]\ntoolsets = [\"core\", \"rockets\"]\n")
+        .unwrap()
+        .validate()
+        .unwrap_err();
     assert_eq!(err.key, "tools.toolsets");
-    let err = parse("[policy.tools]\nlaunch = \"deny\"\n").unwrap().validate().unwrap_err();
+    let err = parse("[policy.tools]\nlaunch = \"deny\"\n")
+        .unwrap()
+        .validate()
+        .unwrap_err();
     assert_eq!(err.key, "policy.tools");
     let err = parse("[policy]\nlevel = \"yolo\"\n").unwrap_err();
     assert_eq!(err.key, "policy.level");

@@ -3,6 +3,7 @@
 mod clarify;
 mod current_time;
 mod delegate;
+pub mod files;
 mod registry;
 mod todo;
 
@@ -27,16 +28,29 @@ use crate::config::Config;
 use crate::store::Store;
 
 /// The built-in tools, configured. Which of them a turn may call is decided per platform by the
-/// configured toolsets.
-pub fn builtin(config: &Config, store: &Store) -> ToolRegistry {
+/// configured toolsets. Fails when the workspace directory cannot be created.
+pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> {
+    let workspace_dir = config.workspace();
+    let workspace = files::Workspace::new(&workspace_dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot use the tools workspace {}: {e}",
+                workspace_dir.display()
+            ),
+        )
+    })?;
     let mut r = ToolRegistry::new();
     r.register(Arc::new(CurrentTime::default()));
     r.register(Arc::new(Todo::new(store.clone())));
     r.register(Arc::new(Clarify::new(Duration::from_secs(
         config.policy.clarify_timeout_secs,
     ))));
+    for tool in files::file_tools(Arc::new(workspace)) {
+        r.register(tool);
+    }
     r.register(Arc::new(DelegateTask::default()));
-    r
+    Ok(r)
 }
 
 /// Named groups of tools that configuration enables per platform.

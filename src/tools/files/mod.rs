@@ -1,0 +1,83 @@
+//! The file tools: read, write, patch, search and list files inside one workspace directory.
+//!
+//! Every tool takes paths relative to the [`Workspace`] root and resolves them through
+//! [`Workspace::resolve`], which refuses anything that would leave the root (`..`, absolute paths
+//! elsewhere, symbolic links pointing out). All file system work runs on tokio's blocking pool so
+//! that a slow disk never stalls the runtime, and every refusal says what to do instead, because
+//! the reader of these errors is the model.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::sync::Arc;
+//!
+//! use hermes::tools::ToolRegistry;
+//! use hermes::tools::files::{Workspace, file_tools};
+//!
+//! let workspace = Arc::new(Workspace::new(Path::new("/var/lib/hermes/workspace"))?);
+//! let mut registry = ToolRegistry::new();
+//! for tool in file_tools(workspace) {
+//!     registry.register(tool);
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod disk;
+mod list_dir;
+mod patch_file;
+mod read_file;
+mod search_files;
+mod walk;
+mod workspace;
+mod write_file;
+
+use std::sync::Arc;
+
+pub use list_dir::ListDir;
+pub use patch_file::PatchFile;
+pub use read_file::ReadFile;
+pub use search_files::SearchFiles;
+pub use workspace::{Intent, Workspace};
+pub use write_file::WriteFile;
+
+use super::Tool;
+
+/// All file tools, working in `workspace`, in a stable order: reading tools first.
+pub fn file_tools(workspace: Arc<Workspace>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile::new(workspace.clone())),
+        Arc::new(ListDir::new(workspace.clone())),
+        Arc::new(SearchFiles::new(workspace.clone())),
+        Arc::new(WriteFile::new(workspace.clone())),
+        Arc::new(PatchFile::new(workspace)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Category;
+
+    #[test]
+    fn file_tools_have_distinct_names_and_object_schemas() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = file_tools(Arc::new(Workspace::new(dir.path()).unwrap()));
+        let names: Vec<_> = tools.iter().map(|t| t.spec().name).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "search_files",
+                "write_file",
+                "patch_file"
+            ]
+        );
+        for tool in &tools {
+            let spec = tool.spec();
+            assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+            assert!(spec.parameters.get("$schema").is_none());
+            let writes = spec.category == Category::Write;
+            assert_eq!(spec.parallel_safe, !writes, "{}", spec.name);
+        }
+    }
+}
