@@ -27,13 +27,15 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     config.llm.base_url = llm.base_url();
     config.llm.api_key = Secret::new("sk-test");
     config.telegram.allowed_users = vec![ALICE.to_string()];
-    config.home = tempfile::tempdir().unwrap().keep();
+    let home = tempfile::tempdir().unwrap();
+    config.home = home.path().to_owned();
     let store = Store::open_in_memory().unwrap();
     let agent = Agent::new(
         &config,
         Arc::new(OpenAiProvider::new(&config.llm).unwrap()),
         store.clone(),
-    );
+    )
+    .unwrap();
     let adapter = Arc::new(TelegramAdapter::new(TelegramSettings {
         token: TOKEN.into(),
         api_url: tg.api_url().parse().unwrap(),

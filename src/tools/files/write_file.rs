@@ -111,10 +111,23 @@ mod tests {
 
     use super::*;
 
-    fn tool() -> (tempfile::TempDir, WriteFile) {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Arc::new(Workspace::new(dir.path()).unwrap());
-        (dir, WriteFile::new(ws))
+    /// A workspace `ws` inside a fresh directory, so escapes land somewhere we can check.
+    struct Dirs {
+        outer: tempfile::TempDir,
+        ws: std::path::PathBuf,
+    }
+
+    impl Dirs {
+        fn path(&self) -> &std::path::Path {
+            &self.ws
+        }
+    }
+
+    fn tool() -> (Dirs, WriteFile) {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        let workspace = Arc::new(Workspace::new(&ws).unwrap());
+        (Dirs { outer, ws }, WriteFile::new(workspace))
     }
 
     async fn write(t: &WriteFile, args: Value) -> Result<String, ToolError> {
@@ -153,7 +166,7 @@ mod tests {
                 .unwrap_err();
             assert!(err.to_string().contains("outside the workspace"), "{err}");
         }
-        assert!(!d.path().parent().unwrap().join("x.txt").exists());
+        assert!(!d.outer.path().join("x.txt").exists());
         fs::create_dir(d.path().join("dir")).unwrap();
         let err = write(&t, json!({"path": "dir", "content": "x"}))
             .await
