@@ -2,6 +2,8 @@
 
 mod current_time;
 mod registry;
+pub mod terminal;
+pub mod web_fetch;
 
 use std::path::PathBuf;
 use std::time::Duration;
