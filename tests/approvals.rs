@@ -262,7 +262,7 @@ async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
     w.tg.private_text(ALICE, "Alice", "second");
     let sent = w.tg.wait_sent(3, WAIT).await;
     assert!(
-        sent[2].visible_text.contains("tool said: exit code 0"),
+        sent[2].visible_text.contains("tool said: exit code: 0"),
         "ran without asking: {}",
         sent[2].visible_text
     );

@@ -126,7 +126,7 @@ impl Interaction for ChatInteraction {
             None => "⏱ No answer in time: denied.",
         };
         tracing::info!(tool = %request.tool, approval = %pending.id, verdict, "confirmation settled");
-        self.settle(format!("{key}:1/1"), format!("{text}\n\n{verdict}"));
+        self.settle(key, format!("{text}\n\n{verdict}"));
         answer
     }
 

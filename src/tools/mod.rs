@@ -5,7 +5,9 @@ mod current_time;
 mod delegate;
 pub mod files;
 mod registry;
+pub mod terminal;
 mod todo;
+pub mod web_fetch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,6 +51,19 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
     for tool in files::file_tools(Arc::new(workspace)) {
         r.register(tool);
     }
+    let mut terminal = terminal::TerminalSettings::new(&workspace_dir);
+    terminal.default_timeout = Duration::from_secs(config.tools.terminal_timeout_secs.max(1));
+    // The terminal keeps the head and the tail of long output; stay within the agent's cap so
+    // nothing cuts it again.
+    terminal.max_output_bytes = config.agent.tool_output_max_chars.max(1024);
+    terminal.hermes_home = Some(config.home.clone());
+    r.register(Arc::new(terminal::TerminalTool::new(terminal)));
+    r.register(Arc::new(web_fetch::WebFetch::new(
+        web_fetch::WebFetchSettings {
+            allow_private: config.tools.web_allow_private,
+            ..web_fetch::WebFetchSettings::default()
+        },
+    )));
     r.register(Arc::new(DelegateTask::default()));
     Ok(r)
 }

@@ -98,15 +98,19 @@ impl ToolRegistry {
     }
 }
 
-/// Cut `text` to at most `max` characters, saying how much was left out.
+/// Cut `text` to about `max` characters, keeping the beginning and the end (where errors and
+/// summaries usually are) and saying how much was left out in between.
 fn cap(text: String, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {
         return text;
     }
-    let kept: String = text.chars().take(max).collect();
+    let head = max / 2;
+    let tail = max - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(total - tail).collect();
     format!(
-        "{kept}\n[… output cut: {} of {total} characters omitted]",
+        "{start}\n[… output cut: {} of {total} characters omitted …]\n{end}",
         total - max
     )
 }
@@ -196,8 +200,12 @@ mod tests {
     }
 
     #[test]
-    fn long_output_is_cut_with_a_note() {
-        let out = cap("x".repeat(50), 10);
-        assert!(out.starts_with("xxxxxxxxxx\n[… output cut: 40 of 50"));
+    fn long_output_keeps_head_and_tail_with_a_note() {
+        let out = cap(format!("{}{}", "a".repeat(25), "z".repeat(25)), 10);
+        assert_eq!(
+            out,
+            "aaaaa\n[… output cut: 40 of 50 characters omitted …]\nzzzzz"
+        );
+        assert_eq!(cap("short".into(), 10), "short");
     }
 }

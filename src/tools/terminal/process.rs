@@ -1,0 +1,369 @@
+//! Running one shell command: its own process group, a cleared environment, stdin closed, output
+//! captured up to a cap, and the whole group (the shell and everything it started) stopped on
+//! timeout, cancellation, when the future is dropped, and when the shell exits leaving background
+//! processes behind.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// How long processes get between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(2);
+/// How long output is still read after the shell exited while background processes hold the
+/// pipes open.
+const LINGER: Duration = Duration::from_millis(300);
+const POLL: Duration = Duration::from_millis(25);
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// What to run.
+pub(super) struct Spec<'a> {
+    pub command: &'a str,
+    pub workdir: &'a Path,
+    pub env: Vec<(String, OsString)>,
+    pub timeout: Duration,
+    pub max_output_bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub(super) struct Finished {
+    pub ending: Ending,
+    /// Standard output and error interleaved as they arrived, cut in the middle past the cap.
+    pub output: String,
+    /// The shell exited but processes it started in the background were still running and were
+    /// stopped.
+    pub stopped_leftovers: bool,
+}
+
+/// Run `spec.command` with `/bin/sh -c` and wait for it, its timeout, or `cancel`.
+pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Result<Finished> {
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(spec.command)
+        .current_dir(spec.workdir)
+        .env_clear()
+        .envs(spec.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    // The shell leads a new process group whose id is its pid.
+    let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut capture = Capture {
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        buffer: HeadTail::new(spec.max_output_bytes),
+    };
+    let deadline = Instant::now() + spec.timeout;
+    let mut status = None;
+    let mut linger_until = deadline;
+    let ending = loop {
+        if let Some(status) = status
+            && capture.closed()
+        {
+            break Ending::Exited(status);
+        }
+        tokio::select! {
+            _ = capture.read_some(), if !capture.closed() => {}
+            exited = child.wait(), if status.is_none() => {
+                status = Some(exited?);
+                linger_until = Instant::now() + LINGER;
+            }
+            _ = tokio::time::sleep_until(linger_until), if status.is_some() => {
+                break Ending::Exited(status.unwrap_or_default());
+            }
+            _ = tokio::time::sleep_until(deadline), if status.is_none() => break Ending::TimedOut,
+            _ = cancel.cancelled(), if status.is_none() => break Ending::Cancelled,
+        }
+    };
+    let stopped_leftovers = match ending {
+        Ending::Exited(_) => group.alive(),
+        Ending::TimedOut | Ending::Cancelled => true,
+    };
+    if stopped_leftovers {
+        group.terminate(&mut child, &mut capture).await;
+    }
+    // What the killed processes wrote last; the pipes close as soon as they are gone.
+    let _ = tokio::time::timeout(LINGER, async {
+        while !capture.closed() {
+            capture.read_some().await;
+        }
+    })
+    .await;
+    group.0 = None;
+    Ok(Finished {
+        stopped_leftovers: stopped_leftovers && matches!(ending, Ending::Exited(_)),
+        ending,
+        output: capture.buffer.render(),
+    })
+}
+
+/// The command's process group; killed with SIGKILL if still set when dropped (the tool's
+/// future was dropped: the turn was stopped or the registry's timeout fired).
+struct Group(Option<i32>);
+
+impl Group {
+    fn signal(&self, signal: libc::c_int) -> bool {
+        match self.0 {
+            // SAFETY: killpg only sends a signal; a positive id never means "every process".
+            Some(pgid) if pgid > 1 => unsafe { libc::killpg(pgid, signal) == 0 },
+            _ => false,
+        }
+    }
+
+    /// Whether any process of the group still exists.
+    fn alive(&self) -> bool {
+        self.signal(0)
+    }
+
+    /// SIGTERM to the group, up to [`GRACE`] for it to go away (reading output meanwhile so no
+    /// process blocks on a full pipe), then SIGKILL.
+    async fn terminate(&mut self, child: &mut Child, capture: &mut Capture) {
+        self.signal(libc::SIGTERM);
+        let give_up = Instant::now() + GRACE;
+        loop {
+            // Reap the shell so that it does not count as a member any more.
+            let _ = child.try_wait();
+            if !self.alive() || Instant::now() >= give_up {
+                break;
+            }
+            tokio::select! {
+                _ = capture.read_some(), if !capture.closed() => {}
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        }
+        self.signal(libc::SIGKILL);
+        let _ = tokio::time::timeout(GRACE, child.wait()).await;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+}
+
+/// Both output pipes, read into one buffer in arrival order.
+struct Capture {
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    buffer: HeadTail,
+}
+
+impl Capture {
+    fn closed(&self) -> bool {
+        self.stdout.is_none() && self.stderr.is_none()
+    }
+
+    /// Read one chunk from whichever pipe has data. Cancel-safe: a read that loses a race
+    /// consumed nothing.
+    async fn read_some(&mut self) {
+        let mut out = [0u8; 8192];
+        let mut err = [0u8; 8192];
+        let (from_stdout, result) = tokio::select! {
+            r = read_from(&mut self.stdout, &mut out) => (true, r),
+            r = read_from(&mut self.stderr, &mut err) => (false, r),
+        };
+        let data = if from_stdout { &out } else { &err };
+        match result {
+            Ok(n) if n > 0 => self.buffer.push(&data[..n]),
+            _ if from_stdout => self.stdout = None,
+            _ => self.stderr = None,
+        }
+    }
+}
+
+async fn read_from<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    match pipe {
+        Some(pipe) => pipe.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Keeps the first and the last bytes of a stream, counting what falls in between.
+pub(super) struct HeadTail {
+    head_cap: usize,
+    tail_cap: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: usize,
+}
+
+impl HeadTail {
+    pub(super) fn new(cap: usize) -> Self {
+        HeadTail {
+            head_cap: cap / 2,
+            tail_cap: cap - cap / 2,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, data: &[u8]) {
+        self.total += data.len();
+        let to_head = data.len().min(self.head_cap - self.head.len());
+        self.head.extend_from_slice(&data[..to_head]);
+        self.tail.extend(&data[to_head..]);
+        let excess = self.tail.len().saturating_sub(self.tail_cap);
+        self.tail.drain(..excess);
+    }
+
+    /// The text, with a note where the middle was cut; cuts fall on character boundaries.
+    pub(super) fn render(&self) -> String {
+        let cut = self.total - self.head.len() - self.tail.len();
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        if cut == 0 {
+            return String::from_utf8_lossy(&[self.head.as_slice(), &tail].concat()).into_owned();
+        }
+        let head = match std::str::from_utf8(&self.head) {
+            Err(e) if e.error_len().is_none() => &self.head[..e.valid_up_to()],
+            _ => &self.head,
+        };
+        let tail_start = tail
+            .iter()
+            .take(3)
+            .take_while(|b| (**b & 0xC0) == 0x80)
+            .count();
+        format!(
+            "{}\n[… {cut} bytes of output cut …]\n{}",
+            String::from_utf8_lossy(head),
+            String::from_utf8_lossy(&tail[tail_start..])
+        )
+    }
+}
+
+/// Environment variables never passed to commands, even when listed: the daemon's own
+/// configuration and anything named like a credential.
+pub(super) fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
+        || upper.ends_with("KEY")
+        || ["HERMES_", "OPENAI_", "TELEGRAM_"]
+            .iter()
+            .any(|prefix| upper.starts_with(prefix))
+}
+
+/// The environment of a command: the allowlisted variables the daemon has (minus any that look
+/// like secrets), a default `PATH`, `HOME` (the daemon's if allowlisted, else the workspace) and
+/// `PWD`.
+pub(super) fn child_env(
+    allowlist: &[String],
+    parent: impl Fn(&str) -> Option<OsString>,
+    workspace_root: &Path,
+    workdir: &Path,
+) -> Vec<(String, OsString)> {
+    let mut env: Vec<(String, OsString)> = allowlist
+        .iter()
+        .filter(|name| !looks_secret(name) && !matches!(name.as_str(), "HOME" | "PWD"))
+        .filter_map(|name| Some((name.clone(), parent(name)?)))
+        .collect();
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    let home = allowlist
+        .iter()
+        .any(|name| name == "HOME")
+        .then(|| parent("HOME"))
+        .flatten()
+        .unwrap_or_else(|| workspace_root.into());
+    env.push(("HOME".into(), home));
+    env.push(("PWD".into(), workdir.into()));
+    env.sort_by(|a, b| a.0.cmp(&b.0));
+    env.dedup_by(|a, b| a.0 == b.0);
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_and_tail_are_kept_and_the_cut_is_counted() {
+        let mut buf = HeadTail::new(10);
+        buf.push(b"abc");
+        assert_eq!(buf.render(), "abc");
+        buf.push(b"defghijklmnop");
+        buf.push(b"qrstuvwxyz");
+        assert_eq!(buf.render(), "abcde\n[… 16 bytes of output cut …]\nvwxyz");
+    }
+
+    #[test]
+    fn cuts_do_not_split_characters() {
+        let mut buf = HeadTail::new(6);
+        buf.push("ééééééé".as_bytes());
+        assert_eq!(buf.render(), "é\n[… 8 bytes of output cut …]\né");
+    }
+
+    #[test]
+    fn secrets_never_reach_the_environment() {
+        let parent = |name: &str| -> Option<OsString> {
+            Some(match name {
+                "PATH" => "/opt/bin".into(),
+                "HOME" => "/home/hermes".into(),
+                "LANG" => "C.UTF-8".into(),
+                "TELEGRAM_BOT_TOKEN"
+                | "OPENAI_API_KEY"
+                | "DB_PASSWORD"
+                | "AWS_SECRET_ACCESS_KEY" => "hunter2".into(),
+                _ => return None,
+            })
+        };
+        let allow: Vec<String> = [
+            "PATH",
+            "LANG",
+            "TZ",
+            "TELEGRAM_BOT_TOKEN",
+            "OPENAI_API_KEY",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+        ]
+        .map(String::from)
+        .to_vec();
+        let env = child_env(&allow, parent, Path::new("/ws"), Path::new("/ws/sub"));
+        let pairs: Vec<(&str, &str)> = env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("HOME", "/ws"),
+                ("LANG", "C.UTF-8"),
+                ("PATH", "/opt/bin"),
+                ("PWD", "/ws/sub")
+            ]
+        );
+        let with_home = child_env(&["HOME".into()], parent, Path::new("/ws"), Path::new("/ws"));
+        assert!(with_home.contains(&("HOME".into(), "/home/hermes".into())));
+        assert!(with_home.contains(&("PATH".into(), DEFAULT_PATH.into())));
+    }
+}
