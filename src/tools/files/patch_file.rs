@@ -69,11 +69,7 @@ impl Tool for PatchFile {
     }
 
     fn writes(&self, args: &Value) -> Vec<PathBuf> {
-        args.get("path")
-            .and_then(Value::as_str)
-            .and_then(|p| self.workspace.lexical(p))
-            .into_iter()
-            .collect()
+        self.workspace.path_argument(args)
     }
 
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {

@@ -147,6 +147,16 @@ impl Workspace {
         }
     }
 
+    /// The file named by a call's `path` argument, worked out without touching the disk (for
+    /// [`crate::tools::Tool::writes`]).
+    pub fn path_argument(&self, args: &serde_json::Value) -> Vec<PathBuf> {
+        args.get("path")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|p| self.lexical(p))
+            .into_iter()
+            .collect()
+    }
+
     /// Where `user_path` points, worked out from the text alone (no file system access), or
     /// `None` if it leaves the workspace. Used to name the files a call will write before it runs;
     /// [`Workspace::resolve`] remains the check.
