@@ -285,3 +285,34 @@ async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
         sent[4].visible_text
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_command_is_shown_in_full_with_the_buttons_under_the_last_part() {
+    let mut w = World::new("").await;
+    echo_tool_results(&w);
+    let long = format!("echo {}done", "word ".repeat(1200));
+    w.llm
+        .push(Reply::tool_call("terminal", json!({"command": long})));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "run the long one");
+    let parts = w.tg.wait_sent(2, WAIT).await;
+    assert!(buttons(&parts[0]).is_empty());
+    let shown: String = parts.iter().map(|m| m.visible_text.as_str()).collect();
+    assert_eq!(
+        shown.matches("word").count(),
+        1200,
+        "nothing of the command is cut"
+    );
+    w.tg.callback_query(
+        ALICE,
+        ALICE,
+        parts[1].message_id,
+        &button(&parts[1], "Allow once"),
+    );
+    let sent = w.tg.wait_sent(3, WAIT).await;
+    assert!(
+        sent[2].visible_text.contains("word word"),
+        "{}",
+        sent[2].visible_text
+    );
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hermes_adapter::{Button, Message, Outbound, SessionKey};
+use hermes_adapter::{Button, Message, SessionKey};
 use tokio::sync::oneshot;
 
 use super::Shared;
@@ -38,19 +38,26 @@ impl ChatInteraction {
     }
 
     /// Queue a message in the turn's chat (thread, reply) with an idempotency key.
-    async fn post(&self, text: String, buttons: Vec<Vec<Button>>, key: String) {
-        let mut out = Outbound::text(self.to.chat.id.clone(), text, key);
-        out.thread = self.to.thread.clone();
-        out.buttons = buttons;
-        match self
-            .shared
-            .store
-            .outbox_enqueue(vec![(self.to.platform, out)])
-            .await
-        {
+    /// Long text (a big command to confirm) is split at the platform's limit like any answer;
+    /// the buttons go under the last part. Returns the last part's key and text.
+    async fn post(&self, text: String, buttons: Vec<Vec<Button>>, key: String) -> (String, String) {
+        let mut rows = super::delivery::replies(&self.shared, &self.to, &text, &key);
+        for (_, out) in rows.iter_mut() {
+            // Not a reply to the user's message: a request of its own.
+            out.reply_to = None;
+        }
+        let last = rows
+            .last_mut()
+            .map(|(_, out)| {
+                out.buttons = buttons;
+                (out.idempotency_key.clone(), out.text.clone())
+            })
+            .unwrap_or((key, text));
+        match self.shared.store.outbox_enqueue(rows).await {
             Ok(()) => self.shared.outbox_signal.notify_one(),
             Err(e) => tracing::error!(error = %e, "cannot queue a message for the user"),
         }
+        last
     }
 
     /// Wait for an answer, the timeout, or the end of the turn (an interrupt counts: the user
@@ -111,7 +118,7 @@ impl Interaction for ChatInteraction {
         };
         let text = request.describe(timeout.as_secs(), !buttons.is_empty());
         let key = format!("ap:{}", pending.id);
-        self.post(text.clone(), buttons, key.clone()).await;
+        let (last_key, last_text) = self.post(text, buttons, key).await;
         tracing::info!(tool = %request.tool, approval = %pending.id, "asked the user for confirmation");
         let answer = self.wait(rx, timeout).await;
         self.shared.approvals.close(&pending.id);
@@ -126,7 +133,7 @@ impl Interaction for ChatInteraction {
             None => "⏱ No answer in time: denied.",
         };
         tracing::info!(tool = %request.tool, approval = %pending.id, verdict, "confirmation settled");
-        self.settle(key, format!("{text}\n\n{verdict}"));
+        self.settle(last_key, format!("{last_text}\n\n{verdict}"));
         answer
     }
 
