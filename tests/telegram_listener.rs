@@ -32,7 +32,7 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     let store = Store::open_in_memory().unwrap();
     let agent = Agent::new(
         &config,
-        Arc::new(OpenAiProvider::new(&config.llm).unwrap()),
+        Arc::new(OpenAiProvider::new(&config.llm.settings()).unwrap()),
         store.clone(),
     )
     .unwrap();

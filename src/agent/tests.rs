@@ -56,6 +56,7 @@ fn text(t: &str) -> ChatResponse {
             prompt_tokens: 100,
             completion_tokens: 10,
             cached_tokens: 0,
+            cache_write_tokens: 0,
         },
         model: "m".into(),
     }

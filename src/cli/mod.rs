@@ -91,7 +91,7 @@ fn provider(config: &Config) -> Result<Arc<dyn Provider>, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
-    match OpenAiProvider::new(&config.llm) {
+    match OpenAiProvider::new(&config.llm.settings()) {
         Ok(p) => Ok(Arc::new(p)),
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -36,6 +36,31 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("TELEGRAM_API_URL") {
         config.telegram.api_url = v.trim().trim_end_matches('/').to_owned();
     }
+    if config.llm.provider == super::ProviderKind::Anthropic {
+        if config.llm.api_key.is_empty()
+            && let Some(v) = env.var("ANTHROPIC_API_KEY")
+        {
+            config.llm.api_key = Secret::new(v.trim());
+        }
+        if !config.llm.base_url_explicit {
+            config.llm.base_url = super::ProviderKind::Anthropic.default_base_url().into();
+        }
+    }
+    for fallback in &mut config.llm.fallback {
+        if fallback.api_key.is_empty()
+            && let Some(name) = &fallback.api_key_env
+        {
+            match env.var(name) {
+                Some(v) => fallback.api_key = Secret::new(v.trim()),
+                None => {
+                    return Err(ConfigError::env(
+                        name,
+                        "is named by an [[llm.fallback]] api_key_env but is not set".into(),
+                    ));
+                }
+            }
+        }
+    }
     config.llm.base_url = config.llm.base_url.trim_end_matches('/').to_owned();
     Ok(())
 }

@@ -9,10 +9,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use openai::OpenAiProvider;
+
 pub use retry::{RetryPolicy, complete_with_retry};
 pub use types::{
-    ChatMessage, ChatRequest, ChatResponse, FinishReason, Role, ToolCall, ToolSchema, Usage,
+    ChatMessage, ChatRequest, ChatResponse, FinishReason, Image, Role, ToolCall, ToolSchema, Usage,
 };
+
+/// Where a streaming call sends the answer's text as it arrives (text deltas, in order).
+pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
 
 /// Why a model call failed. Messages are safe to show to users and logs: no keys, no bodies.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +54,30 @@ impl LlmError {
     }
 }
 
+/// How to reach one provider endpoint.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    /// Base URL up to and including `/v1`.
+    pub base_url: String,
+    pub api_key: crate::config::Secret,
+    /// Whole-request timeout (a streamed answer may take this long in total).
+    pub timeout: Duration,
+    /// Requests in flight at once.
+    pub max_concurrent_requests: usize,
+}
+
+impl ProviderSettings {
+    /// The HTTP client every provider uses: rustls, the timeouts, a user agent.
+    pub fn http_client(&self) -> Result<reqwest::Client, LlmError> {
+        reqwest::Client::builder()
+            .timeout(self.timeout)
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Unavailable(format!("cannot build the HTTP client: {e}")))
+    }
+}
+
 /// A chat-completions capable model provider.
 #[async_trait]
 pub trait Provider: Send + Sync {
@@ -58,6 +86,21 @@ pub trait Provider: Send + Sync {
 
     /// One model call, no retries.
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// One model call that also sends the answer's text to `deltas` as it arrives. The returned
+    /// response is complete (text, tool calls, usage). Providers without streaming send the
+    /// whole text once.
+    async fn stream(
+        &self,
+        req: &ChatRequest,
+        deltas: &DeltaSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let resp = self.complete(req).await?;
+        if !resp.content.is_empty() {
+            let _ = deltas.send(resp.content.clone());
+        }
+        Ok(resp)
+    }
 
     /// Cheap reachability check for `hermes doctor` (lists models or similar).
     async fn probe(&self) -> Result<String, LlmError>;

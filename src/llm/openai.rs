@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use super::ProviderSettings;
 use super::{ChatRequest, ChatResponse, FinishReason, LlmError, Provider, Role, ToolCall, Usage};
-use crate::config::{LlmConfig, Secret};
+use crate::config::Secret;
 
 /// A provider speaking the OpenAI chat-completions protocol.
 pub struct OpenAiProvider {
@@ -22,18 +23,12 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
-    pub fn new(config: &LlmConfig) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.request_timeout_secs))
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("hermes/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| LlmError::Unavailable(format!("cannot build the HTTP client: {e}")))?;
+    pub fn new(settings: &ProviderSettings) -> Result<Self, LlmError> {
         Ok(OpenAiProvider {
-            http,
-            base_url: config.base_url.trim_end_matches('/').to_owned(),
-            key: config.api_key.clone(),
-            permits: Semaphore::new(config.max_concurrent_requests.max(1)),
+            http: settings.http_client()?,
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            key: settings.api_key.clone(),
+            permits: Semaphore::new(settings.max_concurrent_requests.max(1)),
         })
     }
 
@@ -177,6 +172,7 @@ pub(crate) fn parse_completion(body: &str) -> Result<ChatResponse, LlmError> {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
         cached_tokens: u.prompt_tokens_details.map_or(0, |d| d.cached_tokens),
+        cache_write_tokens: 0,
     });
     Ok(ChatResponse {
         content: choice.message.content.unwrap_or_default(),
@@ -340,7 +336,8 @@ mod tests {
             Usage {
                 prompt_tokens: 7,
                 completion_tokens: 3,
-                cached_tokens: 4
+                cached_tokens: 4,
+                cache_write_tokens: 0,
             }
         );
         assert!(matches!(

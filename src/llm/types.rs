@@ -56,6 +56,19 @@ pub struct ChatMessage {
     /// For a tool result: the tool's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    /// Images attached to a user message, for vision-capable models. Sent with the turn that
+    /// received them; the stored history keeps only the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image given to the model inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// `image/jpeg`, `image/png`, `image/webp` or `image/gif`.
+    pub mime: String,
+    /// The bytes, base64 (standard alphabet, padded).
+    pub base64: String,
 }
 
 impl ChatMessage {
@@ -78,6 +91,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: Some(call.id.clone()),
             tool_name: Some(call.name.clone()),
+            images: Vec::new(),
         }
     }
 
@@ -88,6 +102,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             tool_name: None,
+            images: Vec::new(),
         }
     }
 }
@@ -104,9 +119,14 @@ pub struct ToolSchema {
 /// Tokens used by one or more model calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens, cached ones included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     pub cached_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -114,6 +134,7 @@ impl std::ops::AddAssign for Usage {
         self.prompt_tokens += o.prompt_tokens;
         self.completion_tokens += o.completion_tokens;
         self.cached_tokens += o.cached_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
     }
 }
 

@@ -195,6 +195,7 @@ impl Store {
                             tool_calls,
                             tool_call_id: call_id,
                             tool_name: name,
+                            images: Vec::new(),
                         },
                         created_at,
                     })
@@ -308,6 +309,7 @@ impl Store {
                     prompt_tokens: p as u64,
                     completion_tokens: comp as u64,
                     cached_tokens: cached as u64,
+            cache_write_tokens: 0,
                 },
             })
         })

@@ -187,6 +187,7 @@ async fn history_round_trips_tool_calls_and_inbox_messages_are_idempotent() {
                     prompt_tokens: 10,
                     completion_tokens: 5,
                     cached_tokens: 0,
+                    cache_write_tokens: 0,
                 },
                 model: "m".into(),
                 outcome: InboxOutcome::Replied,

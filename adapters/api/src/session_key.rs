@@ -60,6 +60,36 @@ impl SessionKey {
         }
     }
 
+    /// Whose conversations these are, for privacy boundaries (history search, memory files):
+    /// `platform:user` for a person's own sessions (direct, or theirs in a group), and
+    /// `platform:chat[#thread]:*` for a session a whole chat shares. Escaped like the key, so a
+    /// person and a chat never share an owner.
+    pub fn owner(&self) -> String {
+        let mut s = String::from(self.platform.as_str());
+        s.push(':');
+        match &self.scope {
+            SessionScope::Direct { user }
+            | SessionScope::Group {
+                user: Some(user), ..
+            } => {
+                escape(&mut s, user.as_str());
+            }
+            SessionScope::Group {
+                chat,
+                thread,
+                user: None,
+            } => {
+                escape(&mut s, chat.as_str());
+                if let Some(t) = thread {
+                    s.push('#');
+                    escape(&mut s, t.as_str());
+                }
+                s.push_str(":*");
+            }
+        }
+        s
+    }
+
     /// The session a message belongs to: DMs per user; groups per user by default or per chat
     /// when configured; threads are shared by everyone in them.
     pub fn for_message(msg: &Message, groups: GroupSessions) -> Self {
@@ -282,6 +312,20 @@ mod tests {
         for (key, s) in keys.iter().zip(&strings) {
             assert_eq!(&s.parse::<SessionKey>().unwrap(), key, "round trip of {s}");
         }
+    }
+
+    #[test]
+    fn owners_separate_people_from_shared_chats() {
+        assert_eq!(
+            SessionKey::direct(Platform::Telegram, "5").owner(),
+            "telegram:5"
+        );
+        assert_eq!(group("-1", None, Some("5")).owner(), "telegram:5");
+        assert_eq!(group("-1", Some("9"), None).owner(), "telegram:-1#9:*");
+        assert_ne!(
+            group("5", None, None).owner(),
+            SessionKey::direct(Platform::Telegram, "5").owner()
+        );
     }
 
     #[test]
