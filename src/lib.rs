@@ -10,6 +10,7 @@ pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod logging;
+pub mod memory;
 pub mod policy;
 pub mod store;
 pub mod tools;

@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 
 pub use interaction::{ConfirmRequest, Interaction};
 pub use permissions::Permissions;
-pub use prompt::{Setting, repair_history, system_prompt};
+pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};
 pub use turn::{TurnControl, TurnInput, TurnOutcome, TurnReport};
 
 use crate::config::Config;
@@ -38,6 +38,7 @@ pub struct Agent {
     pub(crate) tools: ToolRegistry,
     pub(crate) store: Store,
     pub(crate) matrix: PolicyMatrix,
+    pub(crate) memory: crate::memory::MemoryFiles,
     pub(crate) timezone: TimeZone,
     pub(crate) retry: RetryPolicy,
     /// Caps subagents running at once across the daemon.
@@ -71,6 +72,7 @@ impl Agent {
             .unwrap_or_else(TimeZone::system);
         Agent {
             matrix: PolicyMatrix::with_overrides(&config.policy.matrix, &config.policy.tools),
+            memory: config.memory_files(),
             subagents: Semaphore::new(config.tools.max_concurrent_subagents.max(1)),
             config: Arc::new(config.clone()),
             provider,

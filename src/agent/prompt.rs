@@ -19,6 +19,16 @@ pub struct Setting {
 
 /// The system prompt for a session.
 pub fn system_prompt(setting: Setting, extra: Option<&str>) -> String {
+    system_prompt_with(setting, extra, &[], None)
+}
+
+/// The system prompt with the session's enabled tools in mind and its frozen memory snapshot.
+pub fn system_prompt_with(
+    setting: Setting,
+    extra: Option<&str>,
+    tools: &[&str],
+    memory: Option<&str>,
+) -> String {
     let mut p = String::from(
         "You are Hermes, a capable personal AI assistant. People talk with you through messaging \
          apps, so write like a thoughtful person in a chat: lead with the answer, keep it short \
@@ -45,9 +55,30 @@ pub fn system_prompt(setting: Setting, extra: Option<&str>) -> String {
             title(platform)
         )),
     }
+    if tools.contains(&"memory") {
+        p.push_str(
+            "\nYou remember across conversations: save durable facts about the user and useful \
+             notes with the `memory` tool (they appear below from the next conversation on)",
+        );
+        if tools.contains(&"session_search") {
+            p.push_str(", and find what was said in earlier conversations with `session_search`");
+        }
+        p.push_str(".\n");
+    }
+    if tools.contains(&"delegate_task") {
+        p.push_str(
+            "Hand self-contained research or multi-step subtasks to `delegate_task` to keep this \
+             conversation focused.\n",
+        );
+    }
     if let Some(extra) = extra.map(str::trim).filter(|e| !e.is_empty()) {
         p.push('\n');
         p.push_str(extra);
+        p.push('\n');
+    }
+    if let Some(memory) = memory.map(str::trim).filter(|m| !m.is_empty()) {
+        p.push('\n');
+        p.push_str(memory);
         p.push('\n');
     }
     p

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use hermes_adapter::UserId;
 use tokio_util::sync::CancellationToken;
 
-use super::prompt::{Setting, repair_history, system_prompt};
+use super::prompt::{Setting, repair_history, system_prompt_with};
 use super::run::Run;
 use super::{Agent, Interaction, Permissions};
 use crate::llm::{ChatMessage, LlmError, Usage};
@@ -72,15 +72,21 @@ impl Agent {
             .store
             .history(session.id, self.config.agent.history_messages)
             .await?;
-        let mut messages = vec![ChatMessage::system(system_prompt(
+        let platform = session.key.platform;
+        let mut enabled = tools::tools_in(self.config.toolsets(platform));
+        if input.interaction.is_none() {
+            enabled.retain(|t| *t != "clarify");
+        }
+        let memory = self.memory_snapshot(session).await?;
+        let mut messages = vec![ChatMessage::system(system_prompt_with(
             input.setting,
             self.config.agent.system_prompt.as_deref(),
+            &enabled,
+            memory.as_deref(),
         ))];
         messages.extend(repair_history(
             stored.into_iter().map(|m| m.message).collect(),
         ));
-
-        let platform = session.key.platform;
         let perms = Permissions::load(
             &self.store,
             self.config.level(platform),
@@ -89,10 +95,6 @@ impl Agent {
             input.requester.as_ref(),
         )
         .await?;
-        let mut enabled = tools::tools_in(self.config.toolsets(platform));
-        if input.interaction.is_none() {
-            enabled.retain(|t| *t != "clarify");
-        }
         let mut run = Run {
             agent: self,
             session_id: Some(session.id),
@@ -116,5 +118,31 @@ impl Agent {
             extra_iterations: 0,
         };
         run.drive(messages).await
+    }
+}
+
+impl Agent {
+    /// The memory snapshot of a session: taken from the owner's memory files at the session's
+    /// first turn and kept for the session, so the system prompt stays byte-identical across
+    /// its turns (memory edits show from the next session on).
+    async fn memory_snapshot(&self, session: &SessionRow) -> Result<Option<String>, StoreError> {
+        let scope = format!("sid:{}", session.id);
+        if let Some(frozen) = self.store.setting(&scope, "memory_snapshot").await? {
+            return Ok(Some(frozen).filter(|s| !s.is_empty()));
+        }
+        let files = self.memory.clone();
+        let owner = session.key.owner();
+        let snapshot = tokio::task::spawn_blocking(move || files.snapshot(&owner))
+            .await
+            .ok()
+            .and_then(|r| {
+                r.map_err(|e| tracing::warn!(error = %e, "cannot read the memory files"))
+                    .ok()
+            })
+            .flatten();
+        self.store
+            .set_setting(&scope, "memory_snapshot", snapshot.as_deref().unwrap_or(""))
+            .await?;
+        Ok(snapshot)
     }
 }

@@ -38,6 +38,7 @@ pub struct Config {
     pub gateway: GatewayConfig,
     pub tools: ToolsConfig,
     pub policy: PolicyConfig,
+    pub memory: MemoryConfig,
     pub telegram: TelegramConfig,
 }
 
@@ -243,6 +244,25 @@ impl Default for ToolsConfig {
             terminal_timeout_secs: 60,
             subagent_max_iterations: 50,
             max_concurrent_subagents: 3,
+        }
+    }
+}
+
+/// Long-term memory files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Characters MEMORY.md (the agent's notes) may hold.
+    pub memory_chars: usize,
+    /// Characters USER.md (about the user) may hold.
+    pub user_chars: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            memory_chars: 2200,
+            user_chars: 1375,
         }
     }
 }
@@ -535,6 +555,17 @@ impl Config {
     /// Path of the SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.home.join("hermes.db")
+    }
+
+    /// The memory files, under `$HERMES_HOME/memory`.
+    pub fn memory_files(&self) -> crate::memory::MemoryFiles {
+        crate::memory::MemoryFiles::new(
+            self.home.join("memory"),
+            crate::memory::MemoryLimits {
+                memory_chars: self.memory.memory_chars,
+                user_chars: self.memory.user_chars,
+            },
+        )
     }
 
     /// The directory file and terminal tools are confined to.

@@ -48,6 +48,9 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
     r.register(Arc::new(Clarify::new(Duration::from_secs(
         config.policy.clarify_timeout_secs,
     ))));
+    r.register(Arc::new(crate::memory::MemoryTool::new(
+        config.memory_files(),
+    )));
     for tool in files::file_tools(Arc::new(workspace)) {
         r.register(tool);
     }
@@ -71,6 +74,7 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
 /// Named groups of tools that configuration enables per platform.
 pub const TOOLSETS: &[(&str, &[&str])] = &[
     ("core", &["current_time", "todo", "clarify"]),
+    ("memory", &["memory", "session_search"]),
     (
         "files",
         &[

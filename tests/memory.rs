@@ -1,0 +1,60 @@
+//! Memory that lasts, through the real binary: what the agent saves with the `memory` tool
+//! appears in the system prompt of the next session (and not before: the prefix of a running
+//! session never changes), within the caps.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::daemon::{ALICE, World};
+use support::fake_llm::Reply;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stable() {
+    let mut w = World::new("[memory]\nuser_chars = 60\n").await;
+    w.llm.push(Reply::tool_calls(vec![
+        ("memory", json!({"action": "add", "target": "user", "content": "Name: Alice, prefers tea"})),
+        ("memory", json!({"action": "add", "target": "user", "content": "Lives on a street with a remarkably long name"})),
+    ]));
+    w.llm.push(Reply::text("Noted."));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "I'm Alice and I like tea");
+    w.tg.wait_sent(1, WAIT).await;
+    let results: Vec<String> = w.llm.requests()[1]
+        .tool_results()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert!(results[0].starts_with("added"), "{results:?}");
+    assert!(results[1].contains("over its limit of 60"), "{results:?}");
+
+    w.tg.private_text(ALICE, "Alice", "same session");
+    w.tg.wait_sent(2, WAIT).await;
+    let reqs = w.llm.requests();
+    let first = reqs[0].system_text().unwrap();
+    assert_eq!(
+        reqs[2].system_text().unwrap(),
+        first,
+        "the prefix of a session is byte-identical"
+    );
+    assert!(!first.contains("prefers tea"));
+
+    w.tg.private_text(ALICE, "Alice", "/new");
+    w.tg.wait_sent(3, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "do you know me?");
+    w.tg.wait_sent(4, WAIT).await;
+    let prompt = w.llm.requests().pop().unwrap().system_text().unwrap();
+    assert!(prompt.contains("Name: Alice, prefers tea"), "{prompt}");
+    assert!(
+        !prompt.contains("remarkably long"),
+        "the entry over the cap was not saved"
+    );
+    let file = w.home.path().join("memory/telegram%3A111/USER.md");
+    assert_eq!(
+        std::fs::read_to_string(file).unwrap(),
+        "Name: Alice, prefers tea\n"
+    );
+}
