@@ -7,6 +7,7 @@
 //! stored as they happen; the final answer is returned to the caller, which commits it together
 //! with the replies and the inbox rows in one transaction (see `store::TurnCommit`).
 
+mod compress;
 mod dispatch;
 mod interaction;
 pub mod permissions;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use tokio::sync::Semaphore;
 
+pub use compress::{Compressed, estimate_tokens};
 pub use interaction::{ConfirmRequest, Interaction};
 pub use permissions::Permissions;
 pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::prompt::repair_history;
 use super::turn::{TurnControl, TurnOutcome, TurnReport};
 use super::{Agent, Interaction, Permissions};
 use crate::llm::{ChatMessage, ChatRequest, Usage, complete_with_retry};
@@ -42,6 +43,7 @@ impl Run<'_> {
         let deadline = Instant::now() + Duration::from_secs(limits.max_turn_secs.max(1));
         let mut usage = Usage::default();
         let mut iteration = 0;
+        let mut compressed = false;
         let outcome = loop {
             if self.control.interrupt.is_cancelled() || self.control.stop.is_cancelled() {
                 break TurnOutcome::Cancelled;
@@ -61,6 +63,19 @@ impl Run<'_> {
                     "I stopped: this task used {spent} tokens, over the limit of {} per turn. Reply \"continue\" to go on.",
                     limits.max_turn_tokens
                 ));
+            }
+            if let Some(session_id) = self.session_id
+                && !compressed
+                && self.agent.needs_compression(&messages, &schemas)
+            {
+                // Once per turn: if the recent messages alone are too big, compressing again
+                // would not help.
+                compressed = true;
+                if self.agent.compress(session_id).await?.is_some() {
+                    let system = messages.swap_remove(0);
+                    messages = vec![system];
+                    messages.extend(repair_history(self.agent.conversation(session_id).await?));
+                }
             }
             iteration += 1;
             let request = ChatRequest {

@@ -68,10 +68,7 @@ impl Agent {
                 .append_inbox_messages(session.id, input.new_messages)
                 .await?;
         }
-        let stored = self
-            .store
-            .history(session.id, self.config.agent.history_messages)
-            .await?;
+        let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
         let mut enabled = tools::tools_in(self.config.toolsets(platform));
         if input.interaction.is_none() {
@@ -84,9 +81,7 @@ impl Agent {
             &enabled,
             memory.as_deref(),
         ))];
-        messages.extend(repair_history(
-            stored.into_iter().map(|m| m.message).collect(),
-        ));
+        messages.extend(repair_history(history));
         let perms = Permissions::load(
             &self.store,
             self.config.level(platform),

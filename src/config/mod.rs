@@ -193,6 +193,12 @@ pub struct AgentConfig {
     /// While a turn runs longer than this, the user gets a short "still working" note this
     /// often (0: never).
     pub progress_notice_secs: u64,
+    /// Fraction of `llm.context_window` a prompt may fill before the history is compressed.
+    pub compression_threshold: f64,
+    /// Messages at the start of a session kept verbatim when compressing.
+    pub compression_keep_first: usize,
+    /// Most recent messages kept verbatim when compressing.
+    pub compression_keep_last: usize,
 }
 
 impl Default for AgentConfig {
@@ -206,6 +212,9 @@ impl Default for AgentConfig {
             max_turn_tokens: 2_000_000,
             max_turn_secs: 1800,
             progress_notice_secs: 120,
+            compression_threshold: 0.5,
+            compression_keep_first: 3,
+            compression_keep_last: 20,
         }
     }
 }
@@ -467,6 +476,12 @@ impl Config {
         }
         if self.agent.max_iterations == 0 {
             return bad("agent.max_iterations", "must be at least 1".into());
+        }
+        if !(0.1..=0.95).contains(&self.agent.compression_threshold) {
+            return bad(
+                "agent.compression_threshold",
+                "must be between 0.1 and 0.95".into(),
+            );
         }
         if self.agent.history_messages < 2 {
             return bad("agent.history_messages", "must be at least 2".into());

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_adapter::SessionKey;
+use hermes_adapter::{Message, SessionKey};
 
 use super::Shared;
 use super::health::ListenerState;
@@ -15,11 +15,16 @@ use crate::store::InboxOutcome;
 /// Answer a built-in command, or `None` if `name` is not one.
 pub(crate) async fn handle(
     shared: &Arc<Shared>,
+    msg: &Message,
     key: &SessionKey,
     name: &str,
     arg: &str,
 ) -> Option<String> {
     Some(match name {
+        "compress" => {
+            compress_later(shared.clone(), msg.clone(), key.clone());
+            "🗜 Compressing this conversation…".to_owned()
+        }
         "help" | "start" => HELP.to_owned(),
         "new" | "reset" => {
             let stopped = stop_session(shared, key).await;
@@ -52,6 +57,7 @@ Commands:\n\
 /new — start a new conversation (/reset works too)\n\
 /stop — stop what I'm doing and drop waiting messages\n\
 /status — this conversation, the model, and my health\n\
+/compress — summarise the older part of this conversation\n\
 /permissions [safe|auto|full-access] — show or set what I may do without asking\n\
 /approve, /deny — answer a pending permission request (yes / no work too)\n\
 /help — this message";
@@ -95,6 +101,33 @@ async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> Strin
     format!(
         "{changed}Level: {level} — {explain}\nChange with /permissions safe | auto | full-access (default: {default})."
     )
+}
+
+/// Summarise the session's middle in the background (it takes a model call) and report.
+fn compress_later(shared: Arc<Shared>, msg: Message, key: SessionKey) {
+    tokio::spawn(async move {
+        let text = match shared.store.session_active(&key).await {
+            Ok(session) => match shared.agent.compress(session.id).await {
+                Ok(Some(done)) => format!(
+                    "🗜 Done: {} earlier messages are now a summary; the first and the most recent ones are kept as they were.",
+                    done.messages
+                ),
+                Ok(None) => "Nothing to compress: this conversation is still short (or the summary could not be written; see the log).".to_owned(),
+                Err(e) => format!("⚠️ Could not compress: {e}"),
+            },
+            Err(e) => format!("⚠️ Could not compress: {e}"),
+        };
+        let rows = super::delivery::replies(
+            &shared,
+            &msg,
+            &text,
+            &format!("compress:{}:{}", key, hermes_adapter::now_millis()),
+        );
+        match shared.store.outbox_enqueue(rows).await {
+            Ok(()) => shared.outbox_signal.notify_one(),
+            Err(e) => tracing::error!(error = %e, "cannot queue the compression report"),
+        }
+    });
 }
 
 struct Stopped {

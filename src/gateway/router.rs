@@ -89,7 +89,7 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         return ignore(InboxOutcome::NotAddressed).await;
     }
     if let Some((name, arg)) = msg.command()
-        && let Some(reply) = commands::handle(shared, &key, &name, arg).await
+        && let Some(reply) = commands::handle(shared, msg, &key, &name, arg).await
     {
         let rows = super::delivery::replies(shared, msg, &reply, &format!("cmd:{}", row.id));
         match shared

@@ -6,6 +6,7 @@
 //! `outbox.rs` and `sessions.rs` are the narrow interface the rest of the daemon uses; nothing
 //! outside this module writes SQL.
 
+mod history;
 mod inbox;
 mod migrations;
 mod outbox;

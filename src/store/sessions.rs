@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::inbox::{self, InboxOutcome};
 use super::{Result, Store, StoreError, outbox};
-use crate::llm::{ChatMessage, Role, ToolCall, Usage};
+use crate::llm::{ChatMessage, Usage};
 
 /// A conversation with the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,53 +156,6 @@ impl Store {
             let row = create(&tx, &key)?;
             tx.commit()?;
             Ok(row)
-        })
-        .await
-    }
-
-    /// The last `limit` messages of a session, oldest first.
-    pub async fn history(&self, session_id: i64, limit: usize) -> Result<Vec<StoredMessage>> {
-        self.call(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT id, role, content, tool_calls, tool_call_id, tool_name, created_at
-                 FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2",
-            )?;
-            let mut out = stmt
-                .query_map(params![session_id, limit as i64], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, i64>(6)?,
-                    ))
-                })?
-                .map(|raw| {
-                    let (id, role, content, calls, call_id, name, created_at) = raw?;
-                    let tool_calls: Vec<ToolCall> = match calls {
-                        Some(json) => serde_json::from_str(&json)?,
-                        None => Vec::new(),
-                    };
-                    Ok(StoredMessage {
-                        id,
-                        message: ChatMessage {
-                            role: Role::parse(&role).ok_or_else(|| {
-                                StoreError::Corrupt(format!("message role `{role}`"))
-                            })?,
-                            content,
-                            tool_calls,
-                            tool_call_id: call_id,
-                            tool_name: name,
-                            images: Vec::new(),
-                        },
-                        created_at,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            out.reverse();
-            Ok(out)
         })
         .await
     }
