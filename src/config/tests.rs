@@ -168,3 +168,30 @@ fn policy_and_tool_overrides_parse() {
     let err = parse("[policy]\nlevel = \"yolo\"\n").unwrap_err();
     assert_eq!(err.key, "policy.level");
 }
+
+#[test]
+fn reset_policy_overrides_go_from_general_to_specific() {
+    use crate::config::ResetMode;
+    use hermes_adapter::ChatKind;
+    let c = parse(
+        "[sessions]\nreset = \"daily\"\n[sessions.by.group]\nreset = \"none\"\n\
+         [sessions.by.\"telegram.group\"]\nreset = \"idle\"\nidle_minutes = 30\n",
+    )
+    .unwrap();
+    c.validate().unwrap();
+    assert_eq!(
+        c.sessions.policy(Platform::Telegram, ChatKind::Direct).mode,
+        ResetMode::Daily
+    );
+    assert_eq!(
+        c.sessions.policy(Platform::Discord, ChatKind::Group).mode,
+        ResetMode::None
+    );
+    let tg = c.sessions.policy(Platform::Telegram, ChatKind::Group);
+    assert_eq!((tg.mode, tg.idle_minutes), (ResetMode::Idle, 30));
+    let err = parse("[sessions.by.weekly]\nreset = \"none\"\n")
+        .unwrap()
+        .validate()
+        .unwrap_err();
+    assert_eq!(err.key, "sessions.by");
+}

@@ -5,17 +5,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use hermes_adapter::{Message, now_millis};
+use hermes_adapter::{Message, SessionKey, now_millis};
 use tracing::Instrument;
 
 use super::Shared;
 use super::delivery::{replies, user_content};
 use super::interaction::ChatInteraction;
+use super::resets;
 use super::session_pool::Lane;
 use crate::agent::{Interaction, Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
 use crate::config::BusyMode;
 use crate::llm::{ChatMessage, LlmError};
-use crate::store::{InboxOutcome, InboxRow, TurnCommit, TurnRecord};
+use crate::store::{InboxOutcome, InboxRow, SessionRow, StoreError, TurnCommit, TurnRecord};
 
 /// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
 const MAX_BATCH: usize = 20;
@@ -97,7 +98,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     let Some(last) = rows.last().map(|r| r.message.clone()) else {
         return;
     };
-    let session = match shared.store.session_active(&lane.key).await {
+    let session = match open_session(shared, &lane.key, &last).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "cannot open the session; will retry");
@@ -212,6 +213,32 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     if has_replies {
         shared.outbox_signal.notify_one();
     }
+}
+
+/// The session to answer in: the active one, or a fresh one when the reset policy says the old
+/// one has ended (the user is told in one line).
+async fn open_session(
+    shared: &Arc<Shared>,
+    key: &SessionKey,
+    msg: &Message,
+) -> Result<SessionRow, StoreError> {
+    let session = shared.store.session_active(key).await?;
+    let policy = shared.config.sessions.policy(key.platform, msg.chat.kind);
+    let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent.timezone) else {
+        return Ok(session);
+    };
+    if shared.store.session_stats(session.id).await?.messages == 0 {
+        return Ok(session);
+    }
+    tracing::info!(session = %key, %reason, "session reset by policy");
+    let fresh = shared.store.session_reset(key, &reason).await?;
+    let note = format!(
+        "↻ New conversation ({reason}); I no longer see the earlier messages. /help lists what I can do."
+    );
+    let rows = replies(shared, msg, &note, &format!("reset:{}", fresh.id));
+    shared.store.outbox_enqueue(rows).await?;
+    shared.outbox_signal.notify_one();
+    Ok(fresh)
 }
 
 /// What the user is told when the model provider fails: what happened and what to do, never a

@@ -19,6 +19,7 @@ mod health;
 mod interaction;
 mod lane;
 mod outbox_pump;
+mod resets;
 mod router;
 mod session_pool;
 mod sink;

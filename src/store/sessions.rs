@@ -18,6 +18,9 @@ pub struct SessionRow {
     pub id: i64,
     pub key: SessionKey,
     pub created_at: i64,
+    /// Last time a message was added.
+    pub updated_at: i64,
+    /// The model chosen with `/model`, if any.
     pub model: Option<String>,
 }
 
@@ -58,11 +61,13 @@ pub struct TurnCommit {
     pub record: TurnRecord,
 }
 
-fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, i64, Option<String>)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+type RawSession = (i64, String, i64, i64, Option<String>);
+
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
-fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow> {
+fn decode_session(raw: RawSession) -> Result<SessionRow> {
     Ok(SessionRow {
         id: raw.0,
         key: raw
@@ -72,13 +77,14 @@ fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow>
                 StoreError::Corrupt(e.to_string())
             })?,
         created_at: raw.2,
-        model: raw.3,
+        updated_at: raw.3,
+        model: raw.4,
     })
 }
 
 fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
     c.query_row(
-        "SELECT id, key, created_at, model FROM sessions WHERE key = ?1 AND ended_at IS NULL",
+        "SELECT id, key, created_at, updated_at, model FROM sessions WHERE key = ?1 AND ended_at IS NULL",
         [key],
         session_row,
     )
@@ -97,6 +103,7 @@ fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
         id: c.last_insert_rowid(),
         key: key.clone(),
         created_at: now,
+        updated_at: now,
         model: None,
     })
 }
@@ -265,6 +272,18 @@ impl Store {
             cache_write_tokens: 0,
                 },
             })
+        })
+        .await
+    }
+
+    /// Choose the model of a session (`None`: back to the configured one).
+    pub async fn set_session_model(&self, session_id: i64, model: Option<String>) -> Result<()> {
+        self.call(move |c| {
+            c.execute(
+                "UPDATE sessions SET model = ?2 WHERE id = ?1",
+                params![session_id, model],
+            )?;
+            Ok(())
         })
         .await
     }

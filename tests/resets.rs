@@ -1,0 +1,61 @@
+//! Session resets by policy, through the real binary: after the idle period the next message
+//! starts a new conversation and the user is told in one line.
+
+mod support;
+
+use std::time::Duration;
+
+use hermes::store::Store;
+use support::daemon::{ALICE, World};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_starts_over_and_the_user_is_told() {
+    let mut w = World::new(
+        "[sessions]\nreset = \"idle\"\nidle_minutes = 60\n[sessions.by.group]\nreset = \"none\"\n",
+    )
+    .await;
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "remember the blue door");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "still here");
+    w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(
+        w.llm.requests()[1]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .count(),
+        2
+    );
+
+    // Two hours pass without a message.
+    let store = Store::open(&w.home.path().join("hermes.db")).unwrap();
+    store
+        .call(|c| Ok(c.execute("UPDATE sessions SET updated_at = updated_at - 7200000", [])?))
+        .await
+        .unwrap();
+    w.tg.private_text(ALICE, "Alice", "back again");
+    let sent = w.tg.wait_sent(4, WAIT).await;
+    assert!(
+        sent[2]
+            .visible_text
+            .starts_with("↻ New conversation (the previous one was idle for over 1 hour(s))"),
+        "{}",
+        sent[2].visible_text
+    );
+    assert_eq!(sent[3].visible_text, "echo: back again");
+    let last = w.llm.requests().pop().unwrap();
+    let users: Vec<_> = last
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .cloned()
+        .collect();
+    assert_eq!(
+        users.len(),
+        1,
+        "the old conversation is not in the prompt: {users:?}"
+    );
+}
