@@ -1,13 +1,22 @@
 //! Language model providers behind one trait, with retries that honour `Retry-After`.
+//!
+//! Two wire protocols: OpenAI-compatible chat completions (`openai`) and the Anthropic Messages
+//! API (`anthropic`), both plain and streamed. [`build`] picks one from the configured
+//! [`ProviderKind`](crate::config::ProviderKind).
 
+mod anthropic;
+mod http;
 mod openai;
 mod retry;
+mod sse;
 mod types;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use anthropic::AnthropicProvider;
 pub use openai::OpenAiProvider;
 
 pub use retry::{RetryPolicy, complete_with_retry};
@@ -104,4 +113,33 @@ pub trait Provider: Send + Sync {
 
     /// Cheap reachability check for `hermes doctor` (lists models or similar).
     async fn probe(&self) -> Result<String, LlmError>;
+}
+
+/// The provider for `kind`, reached with `settings`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), hermes::llm::LlmError> {
+/// use hermes::config::{ProviderKind, Secret};
+/// use hermes::llm::{ProviderSettings, build};
+///
+/// let settings = ProviderSettings {
+///     base_url: ProviderKind::Anthropic.default_base_url().into(),
+///     api_key: Secret::new("sk-ant-…"),
+///     timeout: std::time::Duration::from_secs(120),
+///     max_concurrent_requests: 4,
+/// };
+/// let provider = build(ProviderKind::Anthropic, &settings)?;
+/// assert!(provider.describe().starts_with("anthropic @"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn build(
+    kind: crate::config::ProviderKind,
+    settings: &ProviderSettings,
+) -> Result<Arc<dyn Provider>, LlmError> {
+    use crate::config::ProviderKind;
+    Ok(match kind {
+        ProviderKind::Openai => Arc::new(OpenAiProvider::new(settings)?),
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(settings)?),
+    })
 }
