@@ -312,3 +312,41 @@ async fn status_reports_session_model_and_adapter_health() {
     assert!(status.contains("telegram: up"), "{status}");
     assert_eq!(w.llm.requests().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_switches_per_session_and_usage_shows_tokens_and_cost() {
+    let mut w = World::new(
+        "[llm]\nmodels = [\"big-model\"]\n[llm.prices.\"big-model\"]\ninput = 1000.0\noutput = 2000.0\n",
+    )
+    .await;
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "/model");
+    let sent = w.tg.wait_sent(1, WAIT).await;
+    assert!(
+        sent[0].visible_text.starts_with("Model: test-model"),
+        "{}",
+        sent[0].visible_text
+    );
+    assert!(sent[0].visible_text.contains("big-model"));
+    w.tg.private_text(ALICE, "Alice", "/model nonexistent");
+    w.tg.private_text(ALICE, "Alice", "/model big-model");
+    let sent = w.tg.wait_sent(3, WAIT).await;
+    assert!(
+        sent[1].visible_text.starts_with("Unknown model"),
+        "{}",
+        sent[1].visible_text
+    );
+    w.llm.push(Reply::text("big answer").with_usage(1000, 500));
+    w.tg.private_text(ALICE, "Alice", "think hard");
+    w.tg.wait_sent(4, WAIT).await;
+    assert_eq!(w.llm.requests()[0].model(), Some("big-model"));
+    w.tg.private_text(ALICE, "Alice", "/usage");
+    let sent = w.tg.wait_sent(5, WAIT).await;
+    let usage = &sent[4].visible_text;
+    assert!(usage.contains("1 turns, 1000 tokens in"), "{usage}");
+    assert!(usage.contains("500 tokens out"), "{usage}");
+    assert!(
+        usage.contains("Estimated cost: $2.0000 (big-model)"),
+        "{usage}"
+    );
+}

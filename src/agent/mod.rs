@@ -10,6 +10,7 @@
 mod compress;
 mod dispatch;
 mod interaction;
+mod model_call;
 pub mod permissions;
 mod prompt;
 mod run;
@@ -43,6 +44,8 @@ pub struct Agent {
     pub(crate) memory: crate::memory::MemoryFiles,
     pub(crate) timezone: TimeZone,
     pub(crate) retry: RetryPolicy,
+    /// Providers tried after `provider` fails.
+    pub(crate) fallbacks: Vec<model_call::Fallback>,
     /// Caps subagents running at once across the daemon.
     pub(crate) subagents: Semaphore,
 }
@@ -76,6 +79,7 @@ impl Agent {
             matrix: PolicyMatrix::with_overrides(&config.policy.matrix, &config.policy.tools),
             memory: config.memory_files(),
             subagents: Semaphore::new(config.tools.max_concurrent_subagents.max(1)),
+            fallbacks: model_call::fallbacks(config),
             config: Arc::new(config.clone()),
             provider,
             tools,

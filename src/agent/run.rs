@@ -8,7 +8,10 @@ use tokio::time::Instant;
 use super::prompt::repair_history;
 use super::turn::{TurnControl, TurnOutcome, TurnReport};
 use super::{Agent, Interaction, Permissions};
-use crate::llm::{ChatMessage, ChatRequest, Usage, complete_with_retry};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::model_call::LATE_NOTICE;
+use crate::llm::{ChatMessage, ChatRequest, DeltaSink, Usage};
 use crate::store::StoreError;
 use crate::tools::ToolContext;
 
@@ -29,6 +32,10 @@ pub(crate) struct Run<'a> {
     /// Spent by subagents of this run.
     pub extra_usage: Usage,
     pub extra_iterations: u32,
+    /// Where the answer's text goes while it is written (streaming into the chat).
+    pub deltas: Option<DeltaSink>,
+    /// The "answer will be late" note was sent this turn.
+    pub late_sent: Arc<AtomicBool>,
 }
 
 impl Run<'_> {
@@ -84,8 +91,9 @@ impl Run<'_> {
                 tools: schemas.clone(),
                 max_output_tokens: self.agent.config.llm.max_output_tokens,
             };
+            let late = || self.late();
             let response = tokio::select! {
-                r = complete_with_retry(self.agent.provider.as_ref(), &request, self.agent.retry) => r,
+                r = self.agent.call_model(&request, self.deltas.as_ref(), &late) => r,
                 _ = self.control.interrupt.cancelled() => break TurnOutcome::Cancelled,
                 _ = self.control.stop.cancelled() => break TurnOutcome::Cancelled,
                 _ = tokio::time::sleep_until(deadline) => break out_of_time(limits.max_turn_secs),
@@ -103,6 +111,10 @@ impl Run<'_> {
                     response.content
                 };
                 break TurnOutcome::Answered(text);
+            }
+            if let Some(d) = &self.deltas {
+                // The text so far was a preamble to tool calls: the next text is a new message.
+                let _ = d.send(crate::llm::DELTA_SEGMENT_END.to_owned());
             }
             let mut asked = ChatMessage::assistant(response.content);
             asked.tool_calls = response.tool_calls;
@@ -131,6 +143,18 @@ impl Run<'_> {
             usage,
             iterations: iteration + self.extra_iterations,
         })
+    }
+}
+
+impl Run<'_> {
+    /// Tell the user, once per turn, that the answer will be late.
+    fn late(&self) {
+        if self.late_sent.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(person) = self.interaction.clone() {
+            tokio::spawn(async move { person.notify(LATE_NOTICE).await });
+        }
     }
 }
 

@@ -90,6 +90,8 @@ impl Agent {
             model: parent.model.clone(),
             extra_usage: Usage::default(),
             extra_iterations: 0,
+            deltas: None,
+            late_sent: parent.late_sent.clone(),
         };
         tracing::info!(tools = ?run.enabled, "subagent started");
         // Boxed: a subagent's loop is a loop inside its parent's.

@@ -221,6 +221,8 @@ impl Fixture {
             model: "m".into(),
             extra_usage: Usage::default(),
             extra_iterations: 0,
+            deltas: None,
+            late_sent: Default::default(),
         };
         let messages = vec![ChatMessage::system("s"), ChatMessage::user("go")];
         let report = run.drive(messages).await.unwrap();

@@ -35,6 +35,8 @@ pub struct TurnInput<'a> {
     pub requester: Option<UserId>,
     /// The person to ask for confirmations and answers; `None` denies every confirmation.
     pub interaction: Option<Arc<dyn Interaction>>,
+    /// Where to stream the answer's text as it is written (see [`crate::llm::DeltaSink`]).
+    pub deltas: Option<crate::llm::DeltaSink>,
 }
 
 /// How a turn ended.
@@ -111,6 +113,8 @@ impl Agent {
                 .unwrap_or_else(|| self.config.llm.model.clone()),
             extra_usage: Usage::default(),
             extra_iterations: 0,
+            deltas: input.deltas,
+            late_sent: Default::default(),
         };
         run.drive(messages).await
     }

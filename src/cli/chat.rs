@@ -105,6 +105,7 @@ async fn turn(
                 wait: Duration::from_secs(agent.config().policy.approval_timeout_secs.max(60)),
             })),
             control,
+            deltas: None,
         })
         .await;
     ctrl_c.abort();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, ProcessEnv};
-use crate::llm::{OpenAiProvider, Provider};
+use crate::llm::Provider;
 
 /// hermes: your AI agent on the messaging platforms you already use.
 #[derive(Debug, Parser)]
@@ -91,8 +91,8 @@ fn provider(config: &Config) -> Result<Arc<dyn Provider>, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
-    match OpenAiProvider::new(&config.llm.settings()) {
-        Ok(p) => Ok(Arc::new(p)),
+    match crate::llm::build(config.llm.provider, &config.llm.settings()) {
+        Ok(p) => Ok(p),
         Err(e) => {
             eprintln!("hermes: {e}");
             Err(ExitCode::FAILURE)

@@ -551,6 +551,17 @@ impl Config {
         let file = self.source.as_deref();
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
         check_http_url(&self.llm.base_url).or_else(|p| bad("llm.base_url", p))?;
+        for (i, f) in self.llm.fallback.iter().enumerate() {
+            if let Some(url) = &f.base_url {
+                check_http_url(url).or_else(|p| bad(&format!("llm.fallback[{i}].base_url"), p))?;
+            }
+            if f.model.trim().is_empty() {
+                return bad(
+                    &format!("llm.fallback[{i}].model"),
+                    "must not be empty".into(),
+                );
+            }
+        }
         if self.llm.model.trim().is_empty() {
             return bad(
                 "llm.model",

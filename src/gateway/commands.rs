@@ -48,6 +48,8 @@ pub(crate) async fn handle(
         "status" => status(shared, key).await,
         "approve" | "deny" => "Nothing is waiting for your approval.".to_owned(),
         "permissions" => permissions(shared, key, arg).await,
+        "model" => model(shared, key, arg).await,
+        "usage" => usage(shared, key).await,
         _ => return None,
     })
 }
@@ -58,6 +60,8 @@ Commands:\n\
 /stop — stop what I'm doing and drop waiting messages\n\
 /status — this conversation, the model, and my health\n\
 /compress — summarise the older part of this conversation\n\
+/model [name] — show or switch the model of this conversation\n\
+/usage — tokens and estimated cost of this conversation\n\
 /permissions [safe|auto|full-access] — show or set what I may do without asking\n\
 /approve, /deny — answer a pending permission request (yes / no work too)\n\
 /help — this message";
@@ -128,6 +132,81 @@ fn compress_later(shared: Arc<Shared>, msg: Message, key: SessionKey) {
             Err(e) => tracing::error!(error = %e, "cannot queue the compression report"),
         }
     });
+}
+
+async fn model(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
+    let llm = &shared.config.llm;
+    let mut choices = vec![llm.model.clone()];
+    choices.extend(llm.models.iter().filter(|m| **m != llm.model).cloned());
+    let session = match shared.store.session_active(key).await {
+        Ok(s) => s,
+        Err(e) => return format!("⚠️ {e}"),
+    };
+    if !arg.is_empty() {
+        let Some(chosen) = choices.iter().find(|m| m.eq_ignore_ascii_case(arg.trim())) else {
+            return format!("Unknown model `{arg}`. Available: {}.", choices.join(", "));
+        };
+        let stored = (chosen != &llm.model).then(|| chosen.clone());
+        if let Err(e) = shared.store.set_session_model(session.id, stored).await {
+            return format!("⚠️ Could not switch the model: {e}");
+        }
+        return format!("Model for this conversation: {chosen}.");
+    }
+    let current = session.model.unwrap_or_else(|| llm.model.clone());
+    let others: Vec<&String> = choices.iter().filter(|m| **m != current).collect();
+    let mut out = format!("Model: {current} ({}).", shared.agent.provider().describe());
+    if others.is_empty() {
+        out.push_str(" No other models are configured (llm.models).");
+    } else {
+        out.push_str(&format!(
+            " Switch with /model <name>: {}.",
+            others
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
+async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
+    let session = match shared.store.session_active(key).await {
+        Ok(s) => s,
+        Err(e) => return format!("⚠️ {e}"),
+    };
+    let stats = shared
+        .store
+        .session_stats(session.id)
+        .await
+        .unwrap_or_default();
+    let u = stats.usage;
+    let model = session
+        .model
+        .unwrap_or_else(|| shared.config.llm.model.clone());
+    let cached_share = if u.prompt_tokens > 0 {
+        u.cached_tokens * 100 / u.prompt_tokens
+    } else {
+        0
+    };
+    let mut out = format!(
+        "This conversation: {} turns, {} tokens in ({} from cache, {cached_share}%), {} tokens out.",
+        stats.turns, u.prompt_tokens, u.cached_tokens, u.completion_tokens
+    );
+    match shared.config.llm.prices.get(&model) {
+        Some(p) => {
+            let fresh = u.prompt_tokens.saturating_sub(u.cached_tokens) as f64;
+            let cost = (fresh * p.input
+                + u.cached_tokens as f64 * p.cache_read.unwrap_or(p.input)
+                + u.completion_tokens as f64 * p.output)
+                / 1_000_000.0;
+            out.push_str(&format!(" Estimated cost: ${cost:.4} ({model})."));
+        }
+        None => out.push_str(&format!(
+            " No price is configured for {model} (llm.prices)."
+        )),
+    }
+    out
 }
 
 struct Stopped {

@@ -128,6 +128,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         control: control.clone(),
         requester: Some(last.sender.id.clone()),
         interaction: Some(person),
+        deltas: None,
     };
     let result = shared.agent.run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {

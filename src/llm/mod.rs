@@ -19,13 +19,20 @@ use async_trait::async_trait;
 pub use anthropic::AnthropicProvider;
 pub use openai::OpenAiProvider;
 
-pub use retry::{RetryPolicy, complete_with_retry};
+pub use retry::{RetryPolicy, call_with_retry, complete_with_retry};
 pub use types::{
     ChatMessage, ChatRequest, ChatResponse, FinishReason, Image, Role, ToolCall, ToolSchema, Usage,
 };
 
-/// Where a streaming call sends the answer's text as it arrives (text deltas, in order).
+/// Where a streaming call sends the answer's text as it arrives (text deltas, in order). Two
+/// values are signals, not text: [`DELTA_RESET`] (an attempt failed; discard what it sent) and
+/// [`DELTA_SEGMENT_END`] (the text so far led to tool calls; what follows is a new message).
 pub type DeltaSink = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// Signal on a [`DeltaSink`]: discard the text of the current attempt.
+pub const DELTA_RESET: &str = "";
+/// Signal on a [`DeltaSink`]: the current message is complete; a new one follows.
+pub const DELTA_SEGMENT_END: &str = "\u{0}";
 
 /// Why a model call failed. Messages are safe to show to users and logs: no keys, no bodies.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

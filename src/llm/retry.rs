@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ChatRequest, ChatResponse, LlmError, Provider};
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider};
 
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy)]
@@ -45,9 +45,26 @@ pub async fn complete_with_retry(
     req: &ChatRequest,
     policy: RetryPolicy,
 ) -> Result<ChatResponse, LlmError> {
+    call_with_retry(provider, req, policy, None, &|_| {}).await
+}
+
+/// Call the provider (streaming the text to `deltas` when given), retrying retryable failures
+/// per `policy`. `on_retry` hears about each failure that is retried. Before a streamed retry an
+/// empty delta is sent: whoever shows the text must discard what the failed attempt sent.
+pub async fn call_with_retry(
+    provider: &dyn Provider,
+    req: &ChatRequest,
+    policy: RetryPolicy,
+    deltas: Option<&DeltaSink>,
+    on_retry: &(dyn Fn(&LlmError) + Sync),
+) -> Result<ChatResponse, LlmError> {
     let mut retry = 0;
     loop {
-        match provider.complete(req).await {
+        let attempt = match deltas {
+            Some(d) => provider.stream(req, d).await,
+            None => provider.complete(req).await,
+        };
+        match attempt {
             Ok(resp) => return Ok(resp),
             Err(err) if err.is_retryable() && retry < policy.max_retries => {
                 let wait = match &err {
@@ -62,6 +79,10 @@ pub async fn complete_with_retry(
                     _ => policy.backoff(retry),
                 };
                 tracing::warn!(error = %err, retry = retry + 1, wait_ms = wait.as_millis() as u64, "model call failed; retrying");
+                on_retry(&err);
+                if let Some(d) = deltas {
+                    let _ = d.send(super::DELTA_RESET.to_owned());
+                }
                 tokio::time::sleep(wait).await;
                 retry += 1;
             }
