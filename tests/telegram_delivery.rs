@@ -166,19 +166,21 @@ async fn a_provider_outage_is_told_to_the_user_and_the_daemon_keeps_going() {
     ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "are you there?");
-    let sent = w.tg.wait_sent(1, WAIT).await;
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    // A note while retrying, then what went wrong and what to do.
+    assert!(sent[0].visible_text.starts_with("⏳"), "{}", sent[0].visible_text);
     assert!(
-        sent[0].visible_text.contains("unavailable"),
+        sent[1].visible_text.contains("unavailable"),
         "{}",
-        sent[0].visible_text
+        sent[1].visible_text
     );
     assert!(
-        !sent[0].visible_text.contains("boom"),
+        sent.iter().all(|m| !m.visible_text.contains("boom")),
         "no raw provider errors in chat"
     );
     w.tg.private_text(ALICE, "Alice", "try again");
-    let sent = w.tg.wait_sent(2, WAIT).await;
-    assert_eq!(sent[1].visible_text, "echo: try again");
+    let sent = w.tg.wait_sent(3, WAIT).await;
+    assert_eq!(sent[2].visible_text, "echo: try again");
     // The failed message stayed in the history the model sees.
     let last = w.llm.requests().pop().unwrap();
     assert!(
