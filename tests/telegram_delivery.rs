@@ -168,7 +168,11 @@ async fn a_provider_outage_is_told_to_the_user_and_the_daemon_keeps_going() {
     w.tg.private_text(ALICE, "Alice", "are you there?");
     let sent = w.tg.wait_sent(2, WAIT).await;
     // A note while retrying, then what went wrong and what to do.
-    assert!(sent[0].visible_text.starts_with("⏳"), "{}", sent[0].visible_text);
+    assert!(
+        sent[0].visible_text.starts_with("⏳"),
+        "{}",
+        sent[0].visible_text
+    );
     assert!(
         sent[1].visible_text.contains("unavailable"),
         "{}",

@@ -184,7 +184,9 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
     let model = session
         .model
         .unwrap_or_else(|| shared.config.llm.model.clone());
-    let cached_share = (u.cached_tokens * 100).checked_div(u.prompt_tokens).unwrap_or(0);
+    let cached_share = (u.cached_tokens * 100)
+        .checked_div(u.prompt_tokens)
+        .unwrap_or(0);
     let mut out = format!(
         "This conversation: {} turns, {} tokens in ({} from cache, {cached_share}%), {} tokens out.",
         stats.turns, u.prompt_tokens, u.cached_tokens, u.completion_tokens

@@ -13,6 +13,7 @@ use super::delivery::{replies, user_content};
 use super::interaction::ChatInteraction;
 use super::resets;
 use super::session_pool::Lane;
+use super::stream_view;
 use crate::agent::{Interaction, Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
 use crate::config::BusyMode;
 use crate::llm::{ChatMessage, LlmError};
@@ -115,6 +116,15 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         control: control.clone(),
     });
     let progress = start_progress_notes(shared, person.clone());
+    let view = shared
+        .adapters
+        .get(&last.platform)
+        .filter(|a| shared.config.llm.streaming && a.capabilities().edit)
+        .map(|a| stream_view::start(a.clone(), &last));
+    let (deltas, view) = match view {
+        Some((sink, task)) => (Some(sink), Some(task)),
+        None => (None, None),
+    };
     let input = TurnInput {
         session: &session,
         setting: Setting {
@@ -128,12 +138,17 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         control: control.clone(),
         requester: Some(last.sender.id.clone()),
         interaction: Some(person),
-        deltas: None,
+        deltas,
     };
     let result = shared.agent.run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {
         task.abort();
     }
+    // The sink went with the turn, so the view ends: its last preview gets the final answer.
+    let preview = match view {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
+    };
     let report = match result {
         Ok(r) => r,
         Err(e) => {
@@ -205,6 +220,10 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
             }
         }
     };
+    let mut commit = commit;
+    if let (Some(preview), Some((_, first))) = (preview, commit.replies.first_mut()) {
+        first.edit_of = Some(preview.0);
+    }
     let has_replies = !commit.replies.is_empty();
     if let Err(e) = shared.store.commit_turn(commit).await {
         tracing::error!(error = %e, "cannot store the turn's result; the messages stay queued");

@@ -23,6 +23,7 @@ mod resets;
 mod router;
 mod session_pool;
 mod sink;
+mod stream_view;
 mod supervisor;
 
 use std::collections::HashMap;

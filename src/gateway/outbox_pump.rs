@@ -95,6 +95,26 @@ pub(crate) async fn flush(shared: &Arc<Shared>, deadline: tokio::time::Instant) 
     }
 }
 
+/// Send a row, or replace the message it names (`edit_of`); a message that cannot be edited
+/// (gone, too old, unsupported) is sent new instead.
+async fn deliver(
+    adapter: &dyn hermes_adapter::Adapter,
+    out: &hermes_adapter::Outbound,
+) -> Result<hermes_adapter::SentId, SendError> {
+    let Some(id) = &out.edit_of else {
+        return adapter.send(out).await;
+    };
+    let sent = hermes_adapter::SentId(id.clone());
+    match adapter.edit(&out.chat, &sent, &out.text).await {
+        Ok(()) => Ok(sent),
+        Err(e @ (SendError::RetryAfter(_) | SendError::Transient(_))) => Err(e),
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot replace the preview; sending the message new");
+            adapter.send(out).await
+        }
+    }
+}
+
 /// Exponential backoff for transient send failures: 2 s, 4 s, 8 s … capped at 5 minutes.
 fn backoff(attempts: u32) -> Duration {
     Duration::from_secs(2u64.saturating_pow(attempts.saturating_add(1)).min(300))
@@ -107,12 +127,13 @@ async fn send_one(shared: &Shared, row: OutboxRow) {
         let _ = shared.store.outbox_mark_failed(row.id, msg).await;
         return;
     };
-    let result = match tokio::time::timeout(SEND_TIMEOUT, adapter.send(&row.outbound)).await {
-        Ok(r) => r,
-        Err(_) => Err(SendError::Transient(format!(
-            "no answer within {SEND_TIMEOUT:?}"
-        ))),
-    };
+    let result =
+        match tokio::time::timeout(SEND_TIMEOUT, deliver(adapter.as_ref(), &row.outbound)).await {
+            Ok(r) => r,
+            Err(_) => Err(SendError::Transient(format!(
+                "no answer within {SEND_TIMEOUT:?}"
+            ))),
+        };
     let store = &shared.store;
     let outcome = match result {
         Ok(sent) => {

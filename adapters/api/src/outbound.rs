@@ -29,6 +29,10 @@ pub struct Outbound {
     pub buttons: Vec<Vec<Button>>,
     /// Unique per logical message; the outbox never sends two rows with one key.
     pub idempotency_key: String,
+    /// Deliver by replacing the text of this earlier message of the bot (a streamed preview)
+    /// instead of sending a new one; if that fails, the message is sent new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_of: Option<String>,
 }
 
 impl Outbound {
@@ -40,6 +44,7 @@ impl Outbound {
             reply_to: None,
             buttons: Vec::new(),
             idempotency_key: idempotency_key.into(),
+            edit_of: None,
         }
     }
 }
