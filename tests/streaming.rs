@@ -27,8 +27,7 @@ async fn wait_shown(w: &World, id: i64, text: &str) {
         let last =
             w.tg.edits()
                 .into_iter()
-                .filter(|e| e.message_id == id)
-                .last()
+                .rfind(|e| e.message_id == id)
                 .map(|e| e.visible_text);
         if last.as_deref() == Some(text) {
             return;
