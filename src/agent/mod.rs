@@ -26,7 +26,7 @@ pub use compress::{Compressed, estimate_tokens};
 pub use interaction::{ConfirmRequest, Interaction};
 pub use permissions::Permissions;
 pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};
-pub use turn::{TurnControl, TurnInput, TurnOutcome, TurnReport};
+pub use turn::{NewMessage, TurnControl, TurnInput, TurnOutcome, TurnReport};
 
 use crate::config::Config;
 use crate::llm::{Provider, RetryPolicy};

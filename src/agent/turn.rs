@@ -29,7 +29,7 @@ pub struct TurnInput<'a> {
     /// New user messages: (inbox row id, text as the model should see it). Appended to the
     /// history unless already there (a turn re-run after a crash). Messages without an inbox
     /// row (the terminal chat) have no id.
-    pub new_messages: Vec<(Option<i64>, String)>,
+    pub new_messages: Vec<NewMessage>,
     pub control: TurnControl,
     /// Who asked (their standing grants apply; only they can confirm).
     pub requester: Option<UserId>,
@@ -37,6 +37,17 @@ pub struct TurnInput<'a> {
     pub interaction: Option<Arc<dyn Interaction>>,
     /// Where to stream the answer's text as it is written (see [`crate::llm::DeltaSink`]).
     pub deltas: Option<crate::llm::DeltaSink>,
+}
+
+/// A user message a turn answers.
+#[derive(Debug, Clone, Default)]
+pub struct NewMessage {
+    /// Its inbox row (none for the terminal chat).
+    pub inbox_id: Option<i64>,
+    /// The text as the model should see it.
+    pub text: String,
+    /// Images for a vision model; only this turn's request carries them.
+    pub images: Vec<crate::llm::Image>,
 }
 
 /// How a turn ended.
@@ -66,9 +77,12 @@ impl Agent {
     pub async fn run_turn(&self, input: TurnInput<'_>) -> Result<TurnReport, StoreError> {
         let session = input.session;
         if !input.new_messages.is_empty() {
-            self.store
-                .append_inbox_messages(session.id, input.new_messages)
-                .await?;
+            let rows = input
+                .new_messages
+                .iter()
+                .map(|m| (m.inbox_id, m.text.clone()))
+                .collect();
+            self.store.append_inbox_messages(session.id, rows).await?;
         }
         let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
@@ -84,6 +98,7 @@ impl Agent {
             memory.as_deref(),
         ))];
         messages.extend(repair_history(history));
+        attach_images(&mut messages, input.new_messages);
         let perms = Permissions::load(
             &self.store,
             self.config.level(platform),
@@ -143,5 +158,17 @@ impl Agent {
             .set_setting(&scope, "memory_snapshot", snapshot.as_deref().unwrap_or(""))
             .await?;
         Ok(snapshot)
+    }
+}
+
+/// Give this turn's images to the user messages they came with (matched from the end by text;
+/// stored history keeps only the text).
+fn attach_images(messages: &mut [ChatMessage], new: Vec<NewMessage>) {
+    for m in new.into_iter().rev().filter(|m| !m.images.is_empty()) {
+        if let Some(target) = messages.iter_mut().rev().find(|c| {
+            c.role == crate::llm::Role::User && c.content == m.text && c.images.is_empty()
+        }) {
+            target.images = m.images;
+        }
     }
 }

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::Mutex;
 
 use crate::agent::{
-    Agent, ConfirmRequest, Interaction, Setting, TurnControl, TurnInput, TurnOutcome,
+    Agent, ConfirmRequest, Interaction, NewMessage, Setting, TurnControl, TurnInput, TurnOutcome,
 };
 use crate::config::Config;
 use crate::llm::ChatMessage;
@@ -98,7 +98,11 @@ async fn turn(
                 platform: Platform::Cli,
                 chat: ChatKind::Direct,
             },
-            new_messages: vec![(None, text.to_owned())],
+            new_messages: vec![NewMessage {
+                inbox_id: None,
+                text: text.to_owned(),
+                images: Vec::new(),
+            }],
             requester: None,
             interaction: Some(Arc::new(TerminalPerson {
                 lines: lines.clone(),

@@ -6,8 +6,75 @@ use hermes_adapter::{ChatKind, Message, Outbound, Platform};
 use super::Shared;
 use super::chunk::chunk_markdown;
 
+/// Largest image passed to the model.
+const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
+/// Images per message passed to the model.
+const MAX_IMAGES: usize = 4;
+
+/// Fetch the images of `msg` for a vision model (at most a few, each size-capped).
+pub async fn images(
+    shared: &Shared,
+    msg: &Message,
+) -> Vec<(
+    hermes_adapter::Attachment,
+    Result<crate::llm::Image, String>,
+)> {
+    use base64::Engine;
+    let Some(adapter) = shared.adapters.get(&msg.platform) else {
+        return Vec::new();
+    };
+    let is_image = |a: &&hermes_adapter::Attachment| {
+        a.kind == hermes_adapter::AttachmentKind::Image
+            || a.mime.as_deref().is_some_and(|m| m.starts_with("image/"))
+    };
+    let mut out = Vec::new();
+    for a in msg.attachments.iter().filter(is_image).take(MAX_IMAGES) {
+        let result = match adapter.fetch_attachment(a, MAX_IMAGE_BYTES).await {
+            Ok(bytes) => Ok(crate::llm::Image {
+                // The bytes know best (Telegram calls every photo JPEG).
+                mime: sniff(&bytes)
+                    .map(str::to_owned)
+                    .or_else(|| a.mime.clone().filter(|m| m.starts_with("image/")))
+                    .unwrap_or_else(|| "image/jpeg".to_owned()),
+                base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            }),
+            Err(hermes_adapter::SendError::TooLong) => {
+                Err(format!("larger than {} MB", MAX_IMAGE_BYTES / 1024 / 1024))
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        out.push((a.clone(), result));
+    }
+    out
+}
+
+/// The image type from its first bytes.
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    Some(match bytes {
+        [0x89, b'P', b'N', b'G', ..] => "image/png",
+        [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
+        [b'G', b'I', b'F', ..] => "image/gif",
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => "image/webp",
+        _ => return None,
+    })
+}
+
 /// The user message text the model sees: group messages carry the sender's name, attachments
-/// are listed (the model cannot open them yet), and a reply shows what it answers.
+/// are listed, and a reply shows what it answers.
 pub fn user_content(msg: &Message) -> String {
     let mut text = String::new();
     if msg.chat.kind != ChatKind::Direct {
@@ -26,7 +93,7 @@ pub fn user_content(msg: &Message) -> String {
     for a in &msg.attachments {
         let name = a.name.as_deref().unwrap_or("unnamed");
         text.push_str(&format!(
-            "\n[attached {:?} file \"{name}\"{}; you cannot open attachments yet]",
+            "\n[attached {:?} file \"{name}\"{}]",
             a.kind,
             a.mime
                 .as_deref()

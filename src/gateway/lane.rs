@@ -9,12 +9,14 @@ use hermes_adapter::{Message, SessionKey, now_millis};
 use tracing::Instrument;
 
 use super::Shared;
-use super::delivery::{replies, user_content};
+use super::delivery::{self, replies, user_content};
 use super::interaction::ChatInteraction;
 use super::resets;
 use super::session_pool::Lane;
 use super::stream_view;
-use crate::agent::{Interaction, Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
+use crate::agent::{
+    Interaction, NewMessage, Setting, TurnControl, TurnInput, TurnOutcome, TurnReport,
+};
 use crate::config::BusyMode;
 use crate::llm::{ChatMessage, LlmError};
 use crate::store::{InboxOutcome, InboxRow, SessionRow, StoreError, TurnCommit, TurnRecord};
@@ -131,10 +133,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
             platform: last.platform,
             chat: last.chat.kind,
         },
-        new_messages: rows
-            .iter()
-            .map(|r| (Some(r.id), user_content(&r.message)))
-            .collect(),
+        new_messages: new_messages(shared, &rows).await,
         control: control.clone(),
         requester: Some(last.sender.id.clone()),
         interaction: Some(person),
@@ -259,6 +258,35 @@ async fn open_session(
     shared.store.outbox_enqueue(rows).await?;
     shared.outbox_signal.notify_one();
     Ok(fresh)
+}
+
+/// The turn's user messages: the text the model sees, and (for vision models) the images.
+async fn new_messages(shared: &Shared, rows: &[InboxRow]) -> Vec<NewMessage> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut text = user_content(&row.message);
+        let mut images = Vec::new();
+        if !row.message.attachments.is_empty() && !shared.config.llm.vision {
+            text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
+        }
+        if shared.config.llm.vision {
+            for (attachment, result) in delivery::images(shared, &row.message).await {
+                match result {
+                    Ok(image) => images.push(image),
+                    Err(e) => text.push_str(&format!(
+                        "\n[the image \"{}\" could not be loaded: {e}]",
+                        attachment.name.as_deref().unwrap_or("photo")
+                    )),
+                }
+            }
+        }
+        out.push(NewMessage {
+            inbox_id: Some(row.id),
+            text,
+            images,
+        });
+    }
+    out
 }
 
 /// What the user is told when the model provider fails: what happened and what to do, never a

@@ -1,0 +1,71 @@
+//! Photos reach vision models, through the real binary: the Telegram photo is downloaded and
+//! sent to the model as an image part of the user's message; without vision the model is told it
+//! cannot see it.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::daemon::{ALICE, World};
+
+const WAIT: Duration = Duration::from_secs(20);
+const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
+
+fn photo_update(w: &World, caption: &str) {
+    w.tg.add_file("photo-1", PNG.to_vec());
+    w.tg.push_update(json!({"message": {
+        "message_id": 77, "date": 1_700_000_000,
+        "chat": {"id": ALICE, "type": "private", "first_name": "Alice"},
+        "from": {"id": ALICE, "is_bot": false, "first_name": "Alice"},
+        "caption": caption,
+        "photo": [{"file_id": "photo-1", "file_unique_id": "u1", "width": 64, "height": 48, "file_size": PNG.len()}]
+    }}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_reaches_a_vision_model_as_an_image() {
+    let mut w = World::new("[llm]\nvision = true\n").await;
+    let _daemon = w.start().await;
+    photo_update(&w, "what is in this picture?");
+    w.tg.wait_sent(1, WAIT).await;
+    let req = w.llm.requests().pop().unwrap();
+    let user = req
+        .messages()
+        .into_iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().expect("content parts").clone();
+    let text = parts.iter().find(|p| p["type"] == "text").unwrap();
+    assert!(
+        text["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("what is in this picture?")
+    );
+    let image: &Value = parts
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .expect("an image part");
+    assert_eq!(
+        image["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgoBAgME"
+    );
+
+    // The next turn's request carries only text: images go with the turn that received them.
+    w.tg.private_text(ALICE, "Alice", "thanks");
+    w.tg.wait_sent(2, WAIT).await;
+    let next = w.llm.requests().pop().unwrap();
+    assert!(next.messages().iter().all(|m| !m["content"].is_array()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_vision_the_model_is_told_it_cannot_see_the_photo() {
+    let mut w = World::new("").await;
+    let _daemon = w.start().await;
+    photo_update(&w, "look");
+    w.tg.wait_sent(1, WAIT).await;
+    let text = w.llm.requests()[0].last_user_text().unwrap();
+    assert!(text.contains("[attached Image file"), "{text}");
+    assert!(text.contains("You cannot open attachments here"), "{text}");
+}
