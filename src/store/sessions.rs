@@ -58,11 +58,13 @@ pub struct TurnCommit {
     pub record: TurnRecord,
 }
 
-fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, i64, Option<String>)> {
+pub(super) fn session_row(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(i64, String, i64, Option<String>)> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
 }
 
-fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow> {
+pub(super) fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow> {
     Ok(SessionRow {
         id: raw.0,
         key: raw
@@ -73,6 +75,52 @@ fn decode_session(raw: (i64, String, i64, Option<String>)) -> Result<SessionRow>
             })?,
         created_at: raw.2,
         model: raw.3,
+    })
+}
+
+/// The columns `id, role, content, tool_calls, tool_call_id, tool_name, created_at` of a
+/// `messages` row, before decoding.
+pub(super) type RawMessage = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+/// Read a [`RawMessage`] from a row selecting those seven columns in that order.
+pub(super) fn stored_message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+pub(super) fn decode_stored_message(raw: RawMessage) -> Result<StoredMessage> {
+    let (id, role, content, calls, call_id, name, created_at) = raw;
+    let tool_calls: Vec<ToolCall> = match calls {
+        Some(json) => serde_json::from_str(&json)?,
+        None => Vec::new(),
+    };
+    Ok(StoredMessage {
+        id,
+        message: ChatMessage {
+            role: Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
+            content,
+            tool_calls,
+            tool_call_id: call_id,
+            tool_name: name,
+            images: Vec::new(),
+        },
+        created_at,
     })
 }
 
@@ -90,8 +138,9 @@ fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
 fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
     let now = now_millis();
     c.execute(
-        "INSERT INTO sessions (key, platform, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-        params![key.to_string(), key.platform.as_str(), now],
+        "INSERT INTO sessions (key, platform, owner, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+        params![key.to_string(), key.platform.as_str(), key.owner(), now],
     )?;
     Ok(SessionRow {
         id: c.last_insert_rowid(),
@@ -144,6 +193,12 @@ impl Store {
         .await
     }
 
+    /// The active session of `key`, if it has one (never creates one).
+    pub async fn session_current(&self, key: &SessionKey) -> Result<Option<SessionRow>> {
+        let key = key.to_string();
+        self.call(move |c| active(c, &key)).await
+    }
+
     /// End the active session of `key` (if any) and start a new one.
     pub async fn session_reset(&self, key: &SessionKey, reason: &str) -> Result<SessionRow> {
         let (key, reason) = (key.clone(), reason.to_owned());
@@ -168,38 +223,8 @@ impl Store {
                  FROM messages WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2",
             )?;
             let mut out = stmt
-                .query_map(params![session_id, limit as i64], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, i64>(6)?,
-                    ))
-                })?
-                .map(|raw| {
-                    let (id, role, content, calls, call_id, name, created_at) = raw?;
-                    let tool_calls: Vec<ToolCall> = match calls {
-                        Some(json) => serde_json::from_str(&json)?,
-                        None => Vec::new(),
-                    };
-                    Ok(StoredMessage {
-                        id,
-                        message: ChatMessage {
-                            role: Role::parse(&role).ok_or_else(|| {
-                                StoreError::Corrupt(format!("message role `{role}`"))
-                            })?,
-                            content,
-                            tool_calls,
-                            tool_call_id: call_id,
-                            tool_name: name,
-                            images: Vec::new(),
-                        },
-                        created_at,
-                    })
-                })
+                .query_map(params![session_id, limit as i64], stored_message_row)?
+                .map(|raw| decode_stored_message(raw?))
                 .collect::<Result<Vec<_>>>()?;
             out.reverse();
             Ok(out)
