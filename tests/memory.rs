@@ -58,3 +58,50 @@ async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stab
         "Name: Alice, prefers tea\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_search_finds_earlier_conversations_of_the_same_person_only() {
+    let mut w = World::new("").await;
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "the zebra password is Mango");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "我的猫叫小白，很可爱");
+    w.tg.wait_sent(2, WAIT).await;
+    w.tg.private_text(support::daemon::BOB, "Bob", "my zebra password is Kiwi");
+    w.tg.wait_sent(3, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "/new");
+    w.tg.wait_sent(4, WAIT).await;
+    w.llm.push(Reply::tool_calls(vec![
+        ("session_search", json!({"query": "zebra password"})),
+        ("session_search", json!({"query": "小白"})),
+        ("session_search", json!({"query": "\"NEAR( * zebra AND"})),
+    ]));
+    w.llm.push(Reply::text("found it"));
+    w.tg.private_text(ALICE, "Alice", "what was my zebra password?");
+    w.tg.wait_sent(5, WAIT).await;
+    let results: Vec<String> = w
+        .llm
+        .requests()
+        .pop()
+        .unwrap()
+        .tool_results()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert!(
+        results[0].contains("the zebra password is Mango"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        !results[0].contains("Kiwi"),
+        "Bob's conversation must never show: {}",
+        results[0]
+    );
+    assert!(results[1].contains("我的猫叫小白"), "{}", results[1]);
+    assert!(
+        !results[2].starts_with("error"),
+        "operators typed by a user never error: {}",
+        results[2]
+    );
+}

@@ -1,8 +1,9 @@
-//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`.
+//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`.
 
 mod chat;
 mod doctor;
 mod gateway;
+mod sessions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
+pub use sessions::SessionsAction;
 
 /// hermes: your AI agent on the messaging platforms you already use.
 #[derive(Debug, Parser)]
@@ -39,6 +41,12 @@ pub enum Command {
     /// Check that everything hermes needs works: configuration, state directory, database,
     /// model provider, platform credentials.
     Doctor,
+    /// List, show, search and export stored conversations (every user's: this is the
+    /// operator's view).
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -60,6 +68,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Chat => match load(cli.config.as_deref()) {
             Ok(config) => chat::chat(config).await,
+            Err(code) => code,
+        },
+        Command::Sessions { action } => match load(cli.config.as_deref()) {
+            Ok(config) => sessions::sessions(config, action).await,
             Err(code) => code,
         },
     }

@@ -3,45 +3,15 @@
 
 use rusqlite::{Connection, params};
 
-use super::{Result, Store, StoreError, StoredMessage};
-use crate::llm::{ChatMessage, Role, ToolCall};
+use super::sessions::{decode_stored_message, stored_message_row};
+use super::{Result, Store, StoredMessage};
 
 const COLUMNS: &str = "id, role, content, tool_calls, tool_call_id, tool_name, created_at";
 
 fn query(c: &Connection, sql: &str, args: impl rusqlite::Params) -> Result<Vec<StoredMessage>> {
     let mut stmt = c.prepare_cached(sql)?;
-    let rows = stmt.query_map(args, |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, Option<String>>(4)?,
-            r.get::<_, Option<String>>(5)?,
-            r.get::<_, i64>(6)?,
-        ))
-    })?;
-    rows.map(|raw| {
-        let (id, role, content, calls, call_id, name, created_at) = raw?;
-        let tool_calls: Vec<ToolCall> = match calls {
-            Some(json) => serde_json::from_str(&json)?,
-            None => Vec::new(),
-        };
-        Ok(StoredMessage {
-            id,
-            message: ChatMessage {
-                role: Role::parse(&role)
-                    .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
-                content,
-                tool_calls,
-                tool_call_id: call_id,
-                tool_name: name,
-                images: Vec::new(),
-            },
-            created_at,
-        })
-    })
-    .collect()
+    let rows = stmt.query_map(args, stored_message_row)?;
+    rows.map(|raw| decode_stored_message(raw?)).collect()
 }
 
 impl Store {

@@ -1,13 +1,30 @@
 //! Numbered schema migrations, applied in order inside one transaction each. The database's
 //! `user_version` records how many have run; never edit a released migration, add a new one.
+//!
+//! A migration is SQL, optionally followed by a Rust step in the same transaction for changes SQL
+//! cannot express (migration 3 derives each session's owner by parsing its key).
 
-use rusqlite::Connection;
+use hermes_adapter::SessionKey;
+use rusqlite::{Connection, Transaction, params};
 
 use super::{Result, StoreError};
 
-const MIGRATIONS: &[&str] = &[
+/// One schema version: its SQL, then an optional Rust step.
+struct Migration {
+    sql: &'static str,
+    then: Option<fn(&Transaction<'_>) -> Result<()>>,
+}
+
+impl Migration {
+    const fn sql(sql: &'static str) -> Self {
+        Migration { sql, then: None }
+    }
+}
+
+const MIGRATIONS: &[Migration] = &[
     // 1: sessions, messages (+ FTS5), inbox, outbox, turns.
-    r#"
+    Migration::sql(
+        r#"
     CREATE TABLE sessions (
         id          INTEGER PRIMARY KEY,
         key         TEXT NOT NULL,
@@ -97,9 +114,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX turns_session ON turns(session_id, id);
     "#,
+    ),
     // 2: small named settings per scope (a session's permission level and todo list, a user's
     // standing tool grants).
-    r#"
+    Migration::sql(
+        r#"
     CREATE TABLE settings (
         scope       TEXT NOT NULL,
         name        TEXT NOT NULL,
@@ -108,7 +127,62 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (scope, name)
     ) WITHOUT ROWID;
     "#,
+    ),
+    // 3: history search. A trigram index for text without word boundaries (Chinese, Japanese,
+    // Korean) and substrings, over the user-visible messages only: its content table is the view
+    // `messages_visible` (user and assistant rows), so tool results never fill it and `rebuild` /
+    // `integrity-check` agree with the triggers. Sessions get the owner of their key (see
+    // `SessionKey::owner`), the privacy boundary of a search; it is filled in Rust below.
+    Migration {
+        sql: r#"
+        CREATE VIEW messages_visible AS
+            SELECT id, content FROM messages WHERE role IN ('user', 'assistant');
+        CREATE VIRTUAL TABLE messages_trigram USING fts5(
+            content, content = 'messages_visible', content_rowid = 'id', tokenize = 'trigram'
+        );
+        CREATE TRIGGER messages_trigram_insert AFTER INSERT ON messages
+        WHEN new.role IN ('user', 'assistant') BEGIN
+            INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER messages_trigram_delete AFTER DELETE ON messages
+        WHEN old.role IN ('user', 'assistant') BEGIN
+            INSERT INTO messages_trigram(messages_trigram, rowid, content)
+                VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER messages_trigram_update AFTER UPDATE OF content, role ON messages BEGIN
+            INSERT INTO messages_trigram(messages_trigram, rowid, content)
+                SELECT 'delete', old.id, old.content WHERE old.role IN ('user', 'assistant');
+            INSERT INTO messages_trigram(rowid, content)
+                SELECT new.id, new.content WHERE new.role IN ('user', 'assistant');
+        END;
+        INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
+
+        ALTER TABLE sessions ADD COLUMN owner TEXT;
+        CREATE INDEX sessions_owner ON sessions(owner, id);
+        "#,
+        then: Some(backfill_owners),
+    },
 ];
+
+/// Set `owner` of every session from its key. A key that does not parse (written by hand, or by
+/// a newer version that knows more platforms) keeps a NULL owner, so no user's search finds it;
+/// failing the migration instead would keep the daemon from starting.
+fn backfill_owners(tx: &Transaction<'_>) -> Result<()> {
+    let keys: Vec<(i64, String)> = tx
+        .prepare("SELECT id, key FROM sessions WHERE owner IS NULL")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = tx.prepare("UPDATE sessions SET owner = ?2 WHERE id = ?1")?;
+    for (id, key) in keys {
+        match key.parse::<SessionKey>() {
+            Ok(key) => {
+                update.execute(params![id, key.owner()])?;
+            }
+            Err(e) => tracing::warn!(session = id, error = %e, "session without an owner"),
+        }
+    }
+    Ok(())
+}
 
 /// Bring the schema to the latest version.
 pub(super) fn apply(conn: &mut Connection) -> Result<()> {
@@ -120,13 +194,28 @@ pub(super) fn apply(conn: &mut Connection) -> Result<()> {
             MIGRATIONS.len()
         )));
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
+    apply_up_to(conn, current, MIGRATIONS.len())
+}
+
+/// Apply the migrations after `current` up to version `target`.
+fn apply_up_to(conn: &mut Connection, current: usize, target: usize) -> Result<()> {
+    for (index, m) in MIGRATIONS.iter().enumerate().take(target).skip(current) {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
+        tx.execute_batch(m.sql)?;
+        if let Some(step) = m.then {
+            step(&tx)?;
+        }
         tx.pragma_update(None, "user_version", index + 1)?;
         tx.commit()?;
     }
     Ok(())
+}
+
+/// Bring a new database to schema version `version` only (tests of later migrations on old
+/// data).
+#[cfg(test)]
+pub(super) fn apply_to_version(conn: &mut Connection, version: usize) -> Result<()> {
+    apply_up_to(conn, 0, version)
 }
 
 /// Number of migrations this build knows.

@@ -3,13 +3,14 @@
 //!
 //! The connection lives on a dedicated thread; async callers send it closures and await the
 //! result, so SQLite never blocks the runtime (invariant 5). The methods in `inbox.rs`,
-//! `outbox.rs` and `sessions.rs` are the narrow interface the rest of the daemon uses; nothing
+//! `outbox.rs`, `sessions.rs` and `search/` are the narrow interface the rest of the daemon uses; nothing
 //! outside this module writes SQL.
 
 mod history;
 mod inbox;
 mod migrations;
 mod outbox;
+mod search;
 mod sessions;
 mod settings;
 
@@ -21,6 +22,7 @@ use tokio::sync::oneshot;
 
 pub use inbox::{InboxOutcome, InboxRow, InboxStatus};
 pub use outbox::{OutboxRow, OutboxStats};
+pub use search::{FoundMessage, SearchScope, SessionHits, SessionSummary, search_terms};
 pub use sessions::{SessionRow, SessionStats, StoredMessage, TurnCommit, TurnRecord};
 
 /// A store failure. The message is safe to log (no message bodies, no secrets).

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::inbox::{self, InboxOutcome};
 use super::{Result, Store, StoreError, outbox};
-use crate::llm::{ChatMessage, Usage};
+use crate::llm::{ChatMessage, Role, ToolCall, Usage};
 
 /// A conversation with the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,13 +61,15 @@ pub struct TurnCommit {
     pub record: TurnRecord,
 }
 
-type RawSession = (i64, String, i64, i64, Option<String>);
+/// The columns `id, key, created_at, updated_at, model` of a `sessions` row, before decoding.
+pub(super) type RawSession = (i64, String, i64, i64, Option<String>);
 
-fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
+/// Read a [`RawSession`] from a row selecting those five columns in that order.
+pub(super) fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
 
-fn decode_session(raw: RawSession) -> Result<SessionRow> {
+pub(super) fn decode_session(raw: RawSession) -> Result<SessionRow> {
     Ok(SessionRow {
         id: raw.0,
         key: raw
@@ -79,6 +81,52 @@ fn decode_session(raw: RawSession) -> Result<SessionRow> {
         created_at: raw.2,
         updated_at: raw.3,
         model: raw.4,
+    })
+}
+
+/// The columns `id, role, content, tool_calls, tool_call_id, tool_name, created_at` of a
+/// `messages` row, before decoding.
+pub(super) type RawMessage = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+/// Read a [`RawMessage`] from a row selecting those seven columns in that order.
+pub(super) fn stored_message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+pub(super) fn decode_stored_message(raw: RawMessage) -> Result<StoredMessage> {
+    let (id, role, content, calls, call_id, name, created_at) = raw;
+    let tool_calls: Vec<ToolCall> = match calls {
+        Some(json) => serde_json::from_str(&json)?,
+        None => Vec::new(),
+    };
+    Ok(StoredMessage {
+        id,
+        message: ChatMessage {
+            role: Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
+            content,
+            tool_calls,
+            tool_call_id: call_id,
+            tool_name: name,
+            images: Vec::new(),
+        },
+        created_at,
     })
 }
 
@@ -96,8 +144,9 @@ fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
 fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
     let now = now_millis();
     c.execute(
-        "INSERT INTO sessions (key, platform, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-        params![key.to_string(), key.platform.as_str(), now],
+        "INSERT INTO sessions (key, platform, owner, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+        params![key.to_string(), key.platform.as_str(), key.owner(), now],
     )?;
     Ok(SessionRow {
         id: c.last_insert_rowid(),
@@ -149,6 +198,12 @@ impl Store {
             None => create(c, &key),
         })
         .await
+    }
+
+    /// The active session of `key`, if it has one (never creates one).
+    pub async fn session_current(&self, key: &SessionKey) -> Result<Option<SessionRow>> {
+        let key = key.to_string();
+        self.call(move |c| active(c, &key)).await
     }
 
     /// End the active session of `key` (if any) and start a new one.

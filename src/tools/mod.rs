@@ -5,6 +5,7 @@ mod current_time;
 mod delegate;
 pub mod files;
 mod registry;
+mod session_search;
 pub mod terminal;
 mod todo;
 pub mod web_fetch;
@@ -21,6 +22,8 @@ pub use clarify::Clarify;
 pub use current_time::CurrentTime;
 pub use delegate::DelegateTask;
 pub use registry::ToolRegistry;
+pub use session_search::SessionSearch;
+pub(crate) use session_search::render_hits;
 pub use todo::Todo;
 
 use std::sync::Arc;
@@ -51,6 +54,7 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
     r.register(Arc::new(crate::memory::MemoryTool::new(
         config.memory_files(),
     )));
+    r.register(Arc::new(SessionSearch::new(store.clone())));
     for tool in files::file_tools(Arc::new(workspace)) {
         r.register(tool);
     }

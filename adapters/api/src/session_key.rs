@@ -61,33 +61,19 @@ impl SessionKey {
     }
 
     /// Whose conversations these are, for privacy boundaries (history search, memory files):
-    /// `platform:user` for a person's own sessions (direct, or theirs in a group), and
-    /// `platform:chat[#thread]:*` for a session a whole chat shares. Escaped like the key, so a
-    /// person and a chat never share an owner.
+    /// `platform:user` for a person's private chats; for a group, the group conversation itself
+    /// (the key's string form, per person or shared), so nothing said in private ever surfaces
+    /// in a group and a group's content stays with that group. Escaped like the key.
     pub fn owner(&self) -> String {
-        let mut s = String::from(self.platform.as_str());
-        s.push(':');
         match &self.scope {
-            SessionScope::Direct { user }
-            | SessionScope::Group {
-                user: Some(user), ..
-            } => {
+            SessionScope::Direct { user } => {
+                let mut s = String::from(self.platform.as_str());
+                s.push(':');
                 escape(&mut s, user.as_str());
+                s
             }
-            SessionScope::Group {
-                chat,
-                thread,
-                user: None,
-            } => {
-                escape(&mut s, chat.as_str());
-                if let Some(t) = thread {
-                    s.push('#');
-                    escape(&mut s, t.as_str());
-                }
-                s.push_str(":*");
-            }
+            SessionScope::Group { .. } => self.to_string(),
         }
-        s
     }
 
     /// The session a message belongs to: DMs per user; groups per user by default or per chat
@@ -315,12 +301,12 @@ mod tests {
     }
 
     #[test]
-    fn owners_separate_people_from_shared_chats() {
+    fn owners_keep_private_chats_and_groups_apart() {
         assert_eq!(
             SessionKey::direct(Platform::Telegram, "5").owner(),
             "telegram:5"
         );
-        assert_eq!(group("-1", None, Some("5")).owner(), "telegram:5");
+        assert_eq!(group("-1", None, Some("5")).owner(), "telegram:-1:5");
         assert_eq!(group("-1", Some("9"), None).owner(), "telegram:-1#9:*");
         assert_ne!(
             group("5", None, None).owner(),

@@ -1,0 +1,340 @@
+//! History search: find earlier conversations by what was said in them, with the messages around
+//! each match, and read on from there. Also the operator's listing and export of sessions.
+//!
+//! Only the user-visible conversation is searched: `user` and `assistant` messages. Tool results
+//! (file contents, web pages, command output) are the agent's working material, often long and
+//! repetitive; were they searchable, a common word would match mostly tool output and push the
+//! conversation out of the results. The trigram index leaves them out altogether (its content
+//! table is the view `messages_visible`); the older word index covers every row, so its queries
+//! filter by role. Context around a match follows the same rule, and skips assistant messages
+//! that only called tools.
+//!
+//! Results are ordered by recency, not by relevance: "what did we decide about X" usually means
+//! the latest time X came up, and recency needs no scoring of every match. Matches are read
+//! newest first and the scan stops as soon as it has found enough sessions, so a common word
+//! costs no more than a rare one.
+//!
+//! Privacy: a [`SearchScope::Owner`] search only ever reads sessions whose `owner` equals it
+//! (see `SessionKey::owner`); the filter is part of every query, never applied afterwards.
+
+mod listing;
+mod query;
+
+use std::collections::BTreeMap;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+use super::sessions::{SessionRow, decode_session, session_row};
+use super::{Result, Store, StoreError};
+use crate::llm::Role;
+use query::{Combine, Query};
+
+pub use listing::SessionSummary;
+pub use query::terms as search_terms;
+
+/// Matches kept per session; more would crowd out other sessions.
+const HITS_PER_SESSION: usize = 3;
+
+/// Terms shorter than three characters cannot use the trigram index; they are found with
+/// `LIKE`, which reads every candidate row, so it only looks at the most recent this many
+/// messages (by id).
+const LIKE_WINDOW: i64 = 200_000;
+
+/// Whose history a search may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchScope {
+    /// Only sessions whose owner is this (`SessionKey::owner()` of the caller): a user never
+    /// sees another user's or another chat's history.
+    Owner(String),
+    /// Every session: the operator at the command line.
+    All,
+}
+
+impl SearchScope {
+    fn owner(&self) -> Value {
+        match self {
+            SearchScope::Owner(o) => Value::Text(o.clone()),
+            SearchScope::All => Value::Null,
+        }
+    }
+}
+
+/// A user-visible message found by a search or read on from one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundMessage {
+    pub id: i64,
+    pub role: Role,
+    pub content: String,
+    pub created_at: i64,
+    /// This message matched the query (the others are context).
+    pub hit: bool,
+}
+
+/// One session's matches: runs of consecutive messages around them, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHits {
+    pub session: SessionRow,
+    /// Each excerpt is a run of consecutive visible messages holding one or more hits and up to
+    /// `context` messages either side; overlapping or touching windows are merged.
+    pub excerpts: Vec<Vec<FoundMessage>>,
+}
+
+impl Store {
+    /// Sessions in `scope` where `query` was said, newest sessions first, at most
+    /// `limit_sessions`, each with up to a few matches and `context` messages before and after
+    /// each. Any text is a valid query (see `query.rs`); all terms must match, and if no message
+    /// has them all, any term may. An empty result is not an error.
+    pub async fn search_messages(
+        &self,
+        query: &str,
+        scope: SearchScope,
+        limit_sessions: usize,
+        context: usize,
+    ) -> Result<Vec<SessionHits>> {
+        let query = Query::parse(query);
+        self.call(move |c| {
+            if query.terms.is_empty() || limit_sessions == 0 {
+                return Ok(Vec::new());
+            }
+            let mut found = find(c, &query, Combine::All, &scope, limit_sessions)?;
+            if found.is_empty() && query.terms.len() > 1 {
+                found = find(c, &query, Combine::Any, &scope, limit_sessions)?;
+            }
+            // Newest sessions first.
+            found.sort_by_key(|(session, _)| std::cmp::Reverse(*session));
+            found
+                .into_iter()
+                .map(|(session_id, hits)| {
+                    Ok(SessionHits {
+                        session: session(c, session_id)?,
+                        excerpts: excerpts(c, session_id, &hits, context)?,
+                    })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// Up to `limit` user-visible messages of a session after message `after_message_id`, oldest
+    /// first.
+    pub async fn messages_after(
+        &self,
+        session_id: i64,
+        after_message_id: i64,
+        limit: usize,
+    ) -> Result<Vec<FoundMessage>> {
+        self.call(move |c| visible(c, session_id, after_message_id, false, limit))
+            .await
+    }
+
+    /// The session of message `message_id`, if the message exists and is in `scope`. A message
+    /// out of scope looks exactly like one that does not exist.
+    pub async fn session_of_message(
+        &self,
+        message_id: i64,
+        scope: SearchScope,
+    ) -> Result<Option<SessionRow>> {
+        self.call(move |c| {
+            let id: Option<i64> = c
+                .query_row(
+                    "SELECT s.id FROM messages m JOIN sessions s ON s.id = m.session_id
+                     WHERE m.id = ?1 AND (?2 IS NULL OR s.owner = ?2)",
+                    params![message_id, scope.owner()],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            id.map(|id| session(c, id)).transpose()
+        })
+        .await
+    }
+}
+
+/// Matching message ids grouped by session, in the order the sessions were first met (newest
+/// match first).
+type Found = Vec<(i64, Vec<i64>)>;
+
+/// Read matches newest first until `limit_sessions` sessions are found (and a further one seen),
+/// keeping at most [`HITS_PER_SESSION`] per session.
+fn find(
+    c: &Connection,
+    query: &Query,
+    how: Combine,
+    scope: &SearchScope,
+    limit_sessions: usize,
+) -> Result<Found> {
+    let (sql, args) = candidates(query, how, scope);
+    let mut stmt = c.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params_from_iter(args))?;
+    let mut found: Found = Vec::new();
+    while let Some(row) = rows.next()? {
+        let (id, session): (i64, i64) = (row.get(0)?, row.get(1)?);
+        match found.iter().position(|(s, _)| *s == session) {
+            Some(i) if found[i].1.len() < HITS_PER_SESSION => found[i].1.push(id),
+            Some(_) => {}
+            None if found.len() == limit_sessions => break,
+            None => found.push((session, vec![id])),
+        }
+    }
+    Ok(found)
+}
+
+/// SQL yielding `(message id, session id)` of matches in scope, newest first, and its arguments.
+///
+/// The index query is the outer loop (`CROSS JOIN` fixes the order) and walks its matches in
+/// descending rowid order, so the caller can stop reading early.
+fn candidates(query: &Query, how: Combine, scope: &SearchScope) -> (String, Vec<Value>) {
+    let visible = "m.role IN ('user', 'assistant')";
+    let mut args = vec![scope.owner()];
+    if !query.cjk {
+        args.push(Value::Text(query.fts(how)));
+        let sql = format!(
+            "SELECT m.id, m.session_id FROM messages_fts
+             CROSS JOIN messages m ON m.id = messages_fts.rowid
+             CROSS JOIN sessions s ON s.id = m.session_id
+             WHERE messages_fts MATCH ?2 AND {visible} AND (?1 IS NULL OR s.owner = ?1)
+             ORDER BY messages_fts.rowid DESC"
+        );
+        return (sql, args);
+    }
+    // Trigram index for the long terms, short ones filtered with LIKE. With `Any`, a message
+    // matching only a short term must be found too, so then every term goes through LIKE.
+    let short = query.short_patterns();
+    let (trigram, patterns) = match query.trigram(how) {
+        Some(expr) if how == Combine::All || short.is_empty() => (Some(expr), short),
+        _ => (None, query.all_patterns()),
+    };
+    let likes = (0..patterns.len())
+        .map(|i| format!("m.content LIKE ?{} ESCAPE '\\'", i + 3))
+        .collect::<Vec<_>>()
+        .join(how.sql());
+    let likes = if likes.is_empty() {
+        "1".to_owned()
+    } else {
+        format!("({likes})")
+    };
+    let sql = if let Some(expr) = trigram {
+        args.push(Value::Text(expr));
+        format!(
+            "SELECT m.id, m.session_id FROM messages_trigram
+             CROSS JOIN messages m ON m.id = messages_trigram.rowid
+             CROSS JOIN sessions s ON s.id = m.session_id
+             WHERE messages_trigram MATCH ?2 AND {likes} AND (?1 IS NULL OR s.owner = ?1)
+             ORDER BY messages_trigram.rowid DESC"
+        )
+    } else {
+        // Only LIKE: bounded to the most recent LIKE_WINDOW messages. An owner's search walks
+        // that owner's sessions (few rows); the operator's walks the window by id.
+        args.push(Value::Integer(LIKE_WINDOW));
+        let floor = "m.id > (SELECT COALESCE(MAX(id), 0) FROM messages) - ?2";
+        match scope {
+            SearchScope::Owner(_) => format!(
+                "SELECT m.id, m.session_id FROM sessions s
+                 CROSS JOIN messages m ON m.session_id = s.id
+                 WHERE s.owner = ?1 AND {floor} AND {visible} AND {likes}
+                 ORDER BY m.id DESC"
+            ),
+            SearchScope::All => format!(
+                "SELECT m.id, m.session_id FROM messages m
+                 WHERE ?1 IS NULL AND {floor} AND {visible} AND {likes}
+                 ORDER BY m.id DESC"
+            ),
+        }
+    };
+    args.extend(patterns.into_iter().map(Value::Text));
+    (sql, args)
+}
+
+fn session(c: &Connection, id: i64) -> Result<SessionRow> {
+    c.prepare_cached("SELECT id, key, created_at, updated_at, model FROM sessions WHERE id = ?1")?
+        .query_row([id], session_row)
+        .optional()?
+        .map(decode_session)
+        .transpose()?
+        .ok_or_else(|| StoreError::Corrupt(format!("session {id} vanished during a search")))
+}
+
+/// Up to `limit` visible messages of a session strictly after (or, `backwards`, at or before)
+/// message `from`, oldest first.
+fn visible(
+    c: &Connection,
+    session_id: i64,
+    from: i64,
+    backwards: bool,
+    limit: usize,
+) -> Result<Vec<FoundMessage>> {
+    let sql = if backwards {
+        "SELECT id, role, content, created_at FROM messages
+         WHERE session_id = ?1 AND id <= ?2 AND role IN ('user', 'assistant') AND content != ''
+         ORDER BY id DESC LIMIT ?3"
+    } else {
+        "SELECT id, role, content, created_at FROM messages
+         WHERE session_id = ?1 AND id > ?2 AND role IN ('user', 'assistant') AND content != ''
+         ORDER BY id LIMIT ?3"
+    };
+    let mut out = c
+        .prepare_cached(sql)?
+        .query_map(params![session_id, from, limit as i64], |r| {
+            Ok((r.get(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .map(|raw| {
+            let (id, role, content, created_at) = raw?;
+            Ok(FoundMessage {
+                id,
+                role: Role::parse(&role)
+                    .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
+                content,
+                created_at,
+                hit: false,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if backwards {
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// The context windows around `hits` in one session, overlapping or touching ones merged.
+fn excerpts(
+    c: &Connection,
+    session_id: i64,
+    hits: &[i64],
+    context: usize,
+) -> Result<Vec<Vec<FoundMessage>>> {
+    let mut hits = hits.to_vec();
+    hits.sort_unstable();
+    let mut windows: Vec<BTreeMap<i64, FoundMessage>> = Vec::new();
+    for &hit in &hits {
+        // The hit, `context` before it, and one more: the message just before the window
+        // (`None` at the start of the session) tells whether the window touches the last one.
+        let mut earlier = visible(c, session_id, hit, true, context + 2)?;
+        let before = (earlier.len() == context + 2).then(|| earlier.remove(0).id);
+        let later = visible(c, session_id, hit, false, context)?;
+        let messages: BTreeMap<i64, FoundMessage> = earlier
+            .into_iter()
+            .chain(later)
+            .map(|m| (m.id, m))
+            .collect();
+        match windows.last_mut() {
+            Some(last) if before.is_none_or(|b| last.keys().next_back() >= Some(&b)) => {
+                last.extend(messages);
+            }
+            _ => windows.push(messages),
+        }
+    }
+    Ok(windows
+        .into_iter()
+        .map(|w| {
+            w.into_values()
+                .map(|mut m| {
+                    m.hit = hits.binary_search(&m.id).is_ok();
+                    m
+                })
+                .collect()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests;

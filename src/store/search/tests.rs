@@ -1,0 +1,476 @@
+//! Unit tests of history search against a real SQLite database.
+
+use hermes_adapter::{Platform, SessionKey};
+
+use super::*;
+use crate::llm::{ChatMessage, ToolCall};
+
+fn dm(user: &str) -> SessionKey {
+    SessionKey::direct(Platform::Telegram, user)
+}
+
+fn group(chat: &str, user: Option<&str>) -> SessionKey {
+    let text = match user {
+        Some(u) => format!("telegram:{chat}:{u}"),
+        None => format!("telegram:{chat}:*"),
+    };
+    text.parse().unwrap()
+}
+
+/// A new session of `key` holding `texts`, alternately from the user and the assistant.
+async fn session_with(store: &Store, key: &SessionKey, texts: &[&str]) -> i64 {
+    let s = store.session_reset(key, "test").await.unwrap();
+    let msgs = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if i % 2 == 0 {
+                ChatMessage::user(*t)
+            } else {
+                ChatMessage::assistant(*t)
+            }
+        })
+        .collect();
+    store.append_messages(s.id, msgs).await.unwrap();
+    s.id
+}
+
+fn owner(key: &SessionKey) -> SearchScope {
+    SearchScope::Owner(key.owner())
+}
+
+fn contents(excerpt: &[FoundMessage]) -> Vec<&str> {
+    excerpt.iter().map(|m| m.content.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_phrase_from_an_earlier_session_is_found_with_its_context() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    let texts: Vec<String> = (0..20).map(|i| format!("message number {i}")).collect();
+    let mut texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    texts[10] = "we chose the blue zeppelin for the logo";
+    let old = session_with(&store, &key, &texts).await;
+    // Tool rounds in the middle are neither context nor counted as such.
+    let call = ToolCall {
+        id: "c".into(),
+        name: "read_file".into(),
+        arguments: "{}".into(),
+    };
+    let mut asked = ChatMessage::assistant("");
+    asked.tool_calls = vec![call.clone()];
+    store
+        .append_messages(
+            old,
+            vec![asked, ChatMessage::tool_result(&call, "zeppelin.txt")],
+        )
+        .await
+        .unwrap();
+    session_with(&store, &key, &["something else entirely"]).await;
+
+    let found = store
+        .search_messages("blue zeppelin", owner(&key), 5, 5)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].session.id, old);
+    assert_eq!(found[0].session.key, key);
+    let [excerpt] = &found[0].excerpts[..] else {
+        panic!("one excerpt: {found:?}")
+    };
+    assert_eq!(excerpt.len(), 11);
+    assert_eq!(excerpt[0].content, "message number 5");
+    assert_eq!(excerpt[10].content, "message number 15");
+    let hits: Vec<&FoundMessage> = excerpt.iter().filter(|m| m.hit).collect();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].content, "we chose the blue zeppelin for the logo");
+    assert_eq!(hits[0].role, Role::User);
+
+    // Fewer messages of context, and none at all.
+    let found = store
+        .search_messages("zeppelin", owner(&key), 5, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        contents(&found[0].excerpts[0]),
+        [
+            "message number 9",
+            "we chose the blue zeppelin for the logo",
+            "message number 11"
+        ]
+    );
+    let found = store
+        .search_messages("zeppelin", owner(&key), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(found[0].excerpts[0].len(), 1);
+}
+
+#[tokio::test]
+async fn near_hits_share_an_excerpt_and_distant_ones_do_not() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    let texts: Vec<String> = (0..40)
+        .map(|i| match i {
+            3 | 6 | 30 => format!("walrus {i}"),
+            _ => format!("filler {i}"),
+        })
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    session_with(&store, &key, &texts).await;
+    let found = store
+        .search_messages("walrus", owner(&key), 5, 2)
+        .await
+        .unwrap();
+    let excerpts = &found[0].excerpts;
+    assert_eq!(excerpts.len(), 2, "{excerpts:?}");
+    assert_eq!(
+        contents(&excerpts[0]),
+        [
+            "filler 1", "filler 2", "walrus 3", "filler 4", "filler 5", "walrus 6", "filler 7",
+            "filler 8"
+        ]
+    );
+    assert_eq!(
+        contents(&excerpts[1]),
+        [
+            "filler 28",
+            "filler 29",
+            "walrus 30",
+            "filler 31",
+            "filler 32"
+        ]
+    );
+    // Windows that touch without overlapping (hits 3 and 6 with one message of context) merge.
+    let texts: Vec<String> = (0..12)
+        .map(|i| match i {
+            3 | 6 => format!("narwhal {i}"),
+            _ => format!("filler {i}"),
+        })
+        .collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    session_with(&store, &key, &texts).await;
+    let found = store
+        .search_messages("narwhal", owner(&key), 5, 1)
+        .await
+        .unwrap();
+    assert_eq!(found[0].excerpts.len(), 1, "{:?}", found[0].excerpts);
+    assert_eq!(found[0].excerpts[0].len(), 6);
+}
+
+#[tokio::test]
+async fn sessions_come_newest_first_with_bounded_hits() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let texts: Vec<String> = (0..10).map(|j| format!("otter {i} {j}")).collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        ids.push(session_with(&store, &key, &texts).await);
+    }
+    let found = store
+        .search_messages("otter", owner(&key), 3, 0)
+        .await
+        .unwrap();
+    let sessions: Vec<i64> = found.iter().map(|h| h.session.id).collect();
+    assert_eq!(sessions, [ids[3], ids[2], ids[1]]);
+    for s in &found {
+        let hits = s.excerpts.iter().flatten().filter(|m| m.hit).count();
+        assert_eq!(hits, HITS_PER_SESSION);
+    }
+}
+
+#[tokio::test]
+async fn sessions_are_ordered_by_start_not_by_latest_match() {
+    let store = Store::open_in_memory().unwrap();
+    let older = session_with(&store, &dm("1"), &["heron at dawn"]).await;
+    let newer = session_with(&store, &dm("1"), &["heron at noon"]).await;
+    // The older session is talked in again: its match is now the most recent one.
+    store
+        .append_messages(older, vec![ChatMessage::user("heron at dusk")])
+        .await
+        .unwrap();
+    let found = store
+        .search_messages("heron", owner(&dm("1")), 5, 0)
+        .await
+        .unwrap();
+    let sessions: Vec<i64> = found.iter().map(|h| h.session.id).collect();
+    assert_eq!(sessions, [newer, older]);
+}
+
+#[tokio::test]
+async fn cjk_phrases_and_two_character_terms_are_found() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    session_with(
+        &store,
+        &key,
+        &[
+            "我今天早上对他说你好世界然后去吃饭了",
+            "好的，我记住了",
+            "東京の天気はどうですか",
+            "오늘 날씨가 좋네요",
+        ],
+    )
+    .await;
+    let hit = |found: &[SessionHits]| -> Vec<String> {
+        found
+            .iter()
+            .flat_map(|s| s.excerpts.iter().flatten())
+            .filter(|m| m.hit)
+            .map(|m| m.content.clone())
+            .collect()
+    };
+    let scope = owner(&key);
+    for (query, expected) in [
+        ("你好世界", "我今天早上对他说你好世界然后去吃饭了"),
+        ("吃饭", "我今天早上对他说你好世界然后去吃饭了"),
+        ("你好世界 吃饭", "我今天早上对他说你好世界然后去吃饭了"),
+        ("天気", "東京の天気はどうですか"),
+        ("날씨가", "오늘 날씨가 좋네요"),
+    ] {
+        let found = store
+            .search_messages(query, scope.clone(), 5, 0)
+            .await
+            .unwrap();
+        assert_eq!(hit(&found), [expected], "query {query}");
+    }
+    // All terms first; when no message has them all, any of them.
+    let found = store
+        .search_messages("你好世界 天気", scope.clone(), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(hit(&found).len(), 2, "{found:?}");
+    let found = store
+        .search_messages("世界和平", scope, 5, 0)
+        .await
+        .unwrap();
+    assert!(found.is_empty(), "{found:?}");
+}
+
+#[tokio::test]
+async fn all_terms_first_then_any_term() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    session_with(&store, &key, &["apples and pears", "only apples here"]).await;
+    let found = store
+        .search_messages("apples pears", owner(&key), 5, 0)
+        .await
+        .unwrap();
+    let hits: Vec<&str> = found[0]
+        .excerpts
+        .iter()
+        .flatten()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(hits, ["apples and pears"]);
+    let found = store
+        .search_messages("pears plums", owner(&key), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "falls back to any term: {found:?}");
+}
+
+#[tokio::test]
+async fn fts_operators_typed_by_a_user_never_error() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    session_with(
+        &store,
+        &key,
+        &["a note: col:term and NEAR(x) with -x and \"quotes\" (parens"],
+    )
+    .await;
+    for query in [
+        "\"",
+        "\"\"",
+        "*",
+        "a*",
+        "NEAR(",
+        "NEAR(a b)",
+        "a AND",
+        "AND",
+        "OR NOT",
+        "-x",
+        "col:term",
+        "content:x",
+        "(",
+        "((a)",
+        "a)",
+        "^a",
+        "+",
+        "{a b}",
+        "\u{301}",
+        "\u{93F}",
+        "\u{93F}\u{93F} x",
+        "%",
+        "_",
+        "\\",
+        "'",
+        ";--",
+        "你\"好",
+        "世*",
+    ] {
+        let result = store.search_messages(query, owner(&key), 5, 1).await;
+        assert!(result.is_ok(), "query {query:?}: {result:?}");
+    }
+    let found = store
+        .search_messages("col:term", owner(&key), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "typed syntax is searched as text");
+    let found = store.search_messages("%", owner(&key), 5, 0).await.unwrap();
+    assert!(found.is_empty(), "punctuation alone searches nothing");
+}
+
+#[tokio::test]
+async fn tool_results_are_not_searched() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    let s = session_with(&store, &key, &["read the file please"]).await;
+    let call = ToolCall {
+        id: "c".into(),
+        name: "read_file".into(),
+        arguments: "{}".into(),
+    };
+    store
+        .append_messages(
+            s,
+            vec![ChatMessage::tool_result(&call, "quokka 袋鼠世界 quokka")],
+        )
+        .await
+        .unwrap();
+    for query in ["quokka", "袋鼠世界", "袋鼠"] {
+        let found = store
+            .search_messages(query, owner(&key), 5, 0)
+            .await
+            .unwrap();
+        assert!(found.is_empty(), "{query}: {found:?}");
+    }
+}
+
+#[tokio::test]
+async fn another_owners_sessions_are_never_returned() {
+    let store = Store::open_in_memory().unwrap();
+    let ann = dm("1");
+    let ann_in_group = group("-100", Some("1"));
+    let bob = dm("2");
+    let whole_group = group("-100", None);
+    let secret = "the password is swordfish 剑鱼密码";
+    let ann_dm = session_with(&store, &ann, &[secret]).await;
+    let ann_group = session_with(&store, &ann_in_group, &[secret]).await;
+    let bob_dm = session_with(&store, &bob, &[secret]).await;
+    let shared = session_with(&store, &whole_group, &[secret]).await;
+
+    for query in ["swordfish", "剑鱼密码", "剑鱼", "password swordfish"] {
+        let sessions =
+            |found: Vec<SessionHits>| -> Vec<i64> { found.iter().map(|h| h.session.id).collect() };
+        let got = store
+            .search_messages(query, owner(&ann), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            sessions(got),
+            [ann_dm],
+            "{query}: private chats never include groups"
+        );
+        let got = store
+            .search_messages(query, owner(&ann_in_group), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            sessions(got),
+            [ann_group],
+            "{query}: a group never shows private chats"
+        );
+        let got = store
+            .search_messages(query, owner(&bob), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(sessions(got), [bob_dm], "{query}");
+        let got = store
+            .search_messages(query, owner(&whole_group), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(sessions(got), [shared], "{query}");
+        let got = store
+            .search_messages(query, SearchScope::All, 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(
+            sessions(got),
+            [shared, bob_dm, ann_group, ann_dm],
+            "{query}"
+        );
+    }
+    let nobody = SearchScope::Owner("telegram:3".into());
+    assert!(
+        store
+            .search_messages("swordfish", nobody, 10, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Reading on is scoped too: Bob's message id means nothing to Ann.
+    let bob_msg = store.history(bob_dm, 1).await.unwrap()[0].id;
+    assert_eq!(
+        store
+            .session_of_message(bob_msg, owner(&ann))
+            .await
+            .unwrap(),
+        None
+    );
+    let s = store
+        .session_of_message(bob_msg, owner(&bob))
+        .await
+        .unwrap();
+    assert_eq!(s.map(|s| s.id), Some(bob_dm));
+}
+
+#[tokio::test]
+async fn read_on_continues_after_the_given_message() {
+    let store = Store::open_in_memory().unwrap();
+    let key = dm("1");
+    let texts: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let s = session_with(&store, &key, &texts).await;
+    session_with(&store, &key, &["a later session"]).await;
+    let all = store.history(s, 100).await.unwrap();
+    let after = store.messages_after(s, all[3].id, 4).await.unwrap();
+    assert_eq!(contents(&after), ["line 4", "line 5", "line 6", "line 7"]);
+    let after = store.messages_after(s, all[7].id, 10).await.unwrap();
+    assert_eq!(
+        contents(&after),
+        ["line 8", "line 9"],
+        "stays in its session"
+    );
+}
+
+#[tokio::test]
+async fn word_search_reads_the_index_newest_first_without_sorting() {
+    let store = Store::open_in_memory().unwrap();
+    let plans = store
+        .call(|c| {
+            let mut plans = Vec::new();
+            for (q, scope) in [
+                ("hello world", SearchScope::Owner("telegram:1".into())),
+                ("你好世界", SearchScope::Owner("telegram:1".into())),
+                ("你好世界 天气", SearchScope::All),
+            ] {
+                let (sql, args) = candidates(&Query::parse(q), Combine::All, &scope);
+                let plan: Vec<String> = c
+                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+                    .query_map(params_from_iter(args), |r| r.get::<_, String>(3))?
+                    .collect::<rusqlite::Result<_>>()?;
+                plans.push(plan.join("\n"));
+            }
+            Ok(plans)
+        })
+        .await
+        .unwrap();
+    for plan in plans {
+        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+        assert!(plan.contains("VIRTUAL TABLE"), "{plan}");
+    }
+}
