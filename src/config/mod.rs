@@ -8,7 +8,10 @@
 
 mod env;
 mod error;
+mod llm;
 mod secret;
+mod sessions;
+mod validate;
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +24,9 @@ use crate::policy::{Decision, Level};
 use crate::tools::Category;
 
 pub use error::ConfigError;
+pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
+pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -41,135 +46,6 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
-}
-
-/// Which API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, …).
-    #[default]
-    Openai,
-    /// Anthropic Messages API.
-    Anthropic,
-}
-
-impl ProviderKind {
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "https://api.openai.com/v1",
-            ProviderKind::Anthropic => "https://api.anthropic.com/v1",
-        }
-    }
-}
-
-/// Another provider tried when the main one keeps failing.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FallbackConfig {
-    #[serde(default)]
-    pub provider: ProviderKind,
-    /// Default: the provider kind's public endpoint.
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub api_key: Secret,
-    /// Environment variable holding the key (instead of `api_key` in the file).
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    pub model: String,
-}
-
-/// Prices of a model in US dollars per million tokens, for `/usage`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    #[serde(default)]
-    pub cache_read: Option<f64>,
-    #[serde(default)]
-    pub cache_write: Option<f64>,
-}
-
-/// The language model provider.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LlmConfig {
-    /// `openai` (any OpenAI-compatible API) or `anthropic`.
-    pub provider: ProviderKind,
-    /// Base URL of the API, up to and including `/v1`. Env: `OPENAI_BASE_URL`.
-    pub base_url: String,
-    /// API key. Env: `OPENAI_API_KEY` (`ANTHROPIC_API_KEY` for anthropic).
-    pub api_key: Secret,
-    /// Model name. Env: `HERMES_MODEL`.
-    pub model: String,
-    /// Whole-request timeout.
-    pub request_timeout_secs: u64,
-    /// Retries after a 429, 5xx or network failure, honouring `Retry-After`.
-    pub max_retries: u32,
-    /// LLM requests in flight at once across all sessions.
-    pub max_concurrent_requests: usize,
-    /// Upper bound on tokens the model may write in one response (unset: provider default;
-    /// Anthropic requires one and gets 8192).
-    pub max_output_tokens: Option<u32>,
-    /// Model that writes summaries when a long conversation is compressed (default: `model`).
-    pub auxiliary_model: Option<String>,
-    /// The model's context window in tokens; history is compressed at half of it.
-    pub context_window: u64,
-    /// Stream answers into the chat as they are written (one message, edited ~once a second).
-    pub streaming: bool,
-    /// The model accepts images: photos users send are passed to it.
-    pub vision: bool,
-    /// Other models `/model` may switch a session to (same provider).
-    pub models: Vec<String>,
-    /// Providers tried in order when the main one keeps failing.
-    pub fallback: Vec<FallbackConfig>,
-    /// Prices per model for `/usage` (`[llm.prices."gpt-4o-mini"] input = 0.15 output = 0.6`).
-    pub prices: HashMap<String, Price>,
-    #[serde(skip)]
-    pub(crate) base_url_explicit: bool,
-}
-
-impl Default for LlmConfig {
-    fn default() -> Self {
-        LlmConfig {
-            provider: ProviderKind::Openai,
-            base_url: ProviderKind::Openai.default_base_url().into(),
-            api_key: Secret::default(),
-            model: "gpt-4o-mini".into(),
-            request_timeout_secs: 120,
-            max_retries: 3,
-            max_concurrent_requests: 8,
-            max_output_tokens: None,
-            auxiliary_model: None,
-            context_window: 128_000,
-            streaming: false,
-            vision: false,
-            models: Vec::new(),
-            fallback: Vec::new(),
-            prices: HashMap::new(),
-            base_url_explicit: false,
-        }
-    }
-}
-
-impl LlmConfig {
-    /// A provider is configured when there is a key, or a base URL was set explicitly (local
-    /// servers such as Ollama or llama.cpp need no key).
-    pub fn is_configured(&self) -> bool {
-        !self.api_key.is_empty() || self.base_url_explicit
-    }
-
-    /// Connection settings of the main provider.
-    pub fn settings(&self) -> crate::llm::ProviderSettings {
-        crate::llm::ProviderSettings {
-            base_url: self.base_url.clone(),
-            api_key: self.api_key.clone(),
-            timeout: std::time::Duration::from_secs(self.request_timeout_secs),
-            max_concurrent_requests: self.max_concurrent_requests,
-        }
-    }
 }
 
 /// The agent's turn loop.
@@ -255,91 +131,6 @@ impl Default for ToolsConfig {
             subagent_max_iterations: 50,
             max_concurrent_subagents: 3,
         }
-    }
-}
-
-/// When a conversation starts over by itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ResetMode {
-    /// Never (default): only `/new` starts over.
-    #[default]
-    None,
-    /// Every day at `daily_at_hour`.
-    Daily,
-    /// After `idle_minutes` without a message.
-    Idle,
-    /// Whichever comes first.
-    Both,
-}
-
-/// A reset policy, complete.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResetPolicy {
-    pub mode: ResetMode,
-    pub daily_at_hour: u8,
-    pub idle_minutes: u64,
-}
-
-/// Overrides of the reset policy for a platform and/or chat kind.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResetOverride {
-    pub reset: Option<ResetMode>,
-    pub daily_at_hour: Option<u8>,
-    pub idle_minutes: Option<u64>,
-}
-
-/// Session lifetime.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SessionsConfig {
-    /// `none`, `daily`, `idle` or `both`.
-    pub reset: ResetMode,
-    /// Local hour (agent.timezone) of the daily reset.
-    pub daily_at_hour: u8,
-    /// Minutes without a message before an idle reset.
-    pub idle_minutes: u64,
-    /// Overrides by `direct` / `group`, by platform (`telegram`), or both (`telegram.group`);
-    /// the most specific wins.
-    pub by: HashMap<String, ResetOverride>,
-}
-
-impl Default for SessionsConfig {
-    fn default() -> Self {
-        SessionsConfig {
-            reset: ResetMode::None,
-            daily_at_hour: 4,
-            idle_minutes: 1440,
-            by: HashMap::new(),
-        }
-    }
-}
-
-impl SessionsConfig {
-    /// The policy for sessions on `platform` in chats of `kind`.
-    pub fn policy(&self, platform: Platform, kind: hermes_adapter::ChatKind) -> ResetPolicy {
-        let kind = match kind {
-            hermes_adapter::ChatKind::Direct => "direct",
-            _ => "group",
-        };
-        let mut p = ResetPolicy {
-            mode: self.reset,
-            daily_at_hour: self.daily_at_hour,
-            idle_minutes: self.idle_minutes,
-        };
-        for key in [
-            kind.to_owned(),
-            platform.to_string(),
-            format!("{platform}.{kind}"),
-        ] {
-            if let Some(o) = self.by.get(&key) {
-                p.mode = o.reset.unwrap_or(p.mode);
-                p.daily_at_hour = o.daily_at_hour.unwrap_or(p.daily_at_hour);
-                p.idle_minutes = o.idle_minutes.unwrap_or(p.idle_minutes);
-            }
-        }
-        p
     }
 }
 
@@ -546,148 +337,6 @@ impl Config {
         Ok(config)
     }
 
-    /// Semantic checks the types cannot express.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let file = self.source.as_deref();
-        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
-        check_http_url(&self.llm.base_url).or_else(|p| bad("llm.base_url", p))?;
-        for (i, f) in self.llm.fallback.iter().enumerate() {
-            if let Some(url) = &f.base_url {
-                check_http_url(url).or_else(|p| bad(&format!("llm.fallback[{i}].base_url"), p))?;
-            }
-            if f.model.trim().is_empty() {
-                return bad(
-                    &format!("llm.fallback[{i}].model"),
-                    "must not be empty".into(),
-                );
-            }
-        }
-        if self.llm.model.trim().is_empty() {
-            return bad(
-                "llm.model",
-                "must not be empty (for example \"gpt-4o-mini\")".into(),
-            );
-        }
-        if self.llm.max_concurrent_requests == 0 {
-            return bad("llm.max_concurrent_requests", "must be at least 1".into());
-        }
-        if self.agent.max_iterations == 0 {
-            return bad("agent.max_iterations", "must be at least 1".into());
-        }
-        if !(0.1..=0.95).contains(&self.agent.compression_threshold) {
-            return bad(
-                "agent.compression_threshold",
-                "must be between 0.1 and 0.95".into(),
-            );
-        }
-        if self.agent.history_messages < 2 {
-            return bad("agent.history_messages", "must be at least 2".into());
-        }
-        if let Some(tz) = &self.agent.timezone
-            && jiff::tz::TimeZone::get(tz).is_err()
-        {
-            return bad(
-                "agent.timezone",
-                format!("unknown time zone `{tz}` (use an IANA name such as \"Europe/Berlin\")"),
-            );
-        }
-        if self.gateway.max_concurrent_turns == 0 {
-            return bad("gateway.max_concurrent_turns", "must be at least 1".into());
-        }
-        if self.gateway.send_max_attempts == 0 {
-            return bad("gateway.send_max_attempts", "must be at least 1".into());
-        }
-        for entry in &self.gateway.allowed_users {
-            if let Some((platform, id)) = entry.split_once(':')
-                && (platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty())
-            {
-                return bad(
-                    "gateway.allowed_users",
-                    format!("`{entry}` is not `platform:id` or a bare user id"),
-                );
-            }
-        }
-        let known = |set: &String| crate::tools::TOOLSETS.iter().any(|(name, _)| name == set);
-        let sets = self
-            .tools
-            .toolsets
-            .iter()
-            .map(|s| ("tools.toolsets".to_owned(), s));
-        let per_platform = self.tools.platforms.iter().flat_map(|(p, sets)| {
-            sets.iter()
-                .map(move |s| (format!("tools.platforms.{p}"), s))
-        });
-        if let Some((key, set)) = sets.chain(per_platform).find(|(_, s)| !known(s)) {
-            let names: Vec<&str> = crate::tools::TOOLSETS.iter().map(|(n, _)| *n).collect();
-            return bad(
-                &key,
-                format!("unknown toolset `{set}` (known: {})", names.join(", ")),
-            );
-        }
-        if let Some(tool) = self
-            .policy
-            .tools
-            .keys()
-            .find(|t| !crate::tools::is_builtin(t))
-        {
-            return bad("policy.tools", format!("unknown tool `{tool}`"));
-        }
-        if self.policy.approval_timeout_secs == 0 {
-            return bad("policy.approval_timeout_secs", "must be at least 1".into());
-        }
-        let hours = std::iter::once(self.sessions.daily_at_hour)
-            .chain(self.sessions.by.values().filter_map(|o| o.daily_at_hour));
-        if hours.into_iter().any(|h| h > 23) {
-            return bad(
-                "sessions.daily_at_hour",
-                "must be an hour from 0 to 23".into(),
-            );
-        }
-        if let Some(key) = self.sessions.by.keys().find(|k| {
-            let mut parts = k.split('.');
-            let first = parts.next().unwrap_or_default();
-            let second = parts.next();
-            let kind_ok = |s: &str| matches!(s, "direct" | "group");
-            let known = match second {
-                None => kind_ok(first) || first.parse::<Platform>().is_ok(),
-                Some(kind) => first.parse::<Platform>().is_ok() && kind_ok(kind),
-            };
-            !known || parts.next().is_some()
-        }) {
-            return bad(
-                "sessions.by",
-                format!("`{key}` is not `direct`, `group`, a platform, or `platform.direct|group`"),
-            );
-        }
-        if self.tools.max_concurrent_subagents == 0 {
-            return bad(
-                "tools.max_concurrent_subagents",
-                "must be at least 1".into(),
-            );
-        }
-        check_http_url(&self.telegram.api_url).or_else(|p| bad("telegram.api_url", p))?;
-        if self.telegram.poll_timeout_secs > 50 {
-            return bad(
-                "telegram.poll_timeout_secs",
-                "must be at most 50 (Telegram caps long polls)".into(),
-            );
-        }
-        if let Some(id) = self
-            .telegram
-            .allowed_users
-            .iter()
-            .find(|id| id.parse::<i64>().is_err())
-        {
-            return bad(
-                "telegram.allowed_users",
-                format!(
-                    "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
-                ),
-            );
-        }
-        Ok(())
-    }
-
     /// Path of the SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.home.join("hermes.db")
@@ -727,14 +376,6 @@ impl Config {
             .get(&platform)
             .copied()
             .unwrap_or(self.policy.level)
-    }
-}
-
-fn check_http_url(value: &str) -> Result<(), String> {
-    match reqwest::Url::parse(value) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
-        Ok(_) => Err(format!("`{value}` must be an http:// or https:// URL")),
-        Err(e) => Err(format!("`{value}` is not a URL: {e}")),
     }
 }
 
