@@ -105,3 +105,93 @@ async fn session_search_finds_earlier_conversations_of_the_same_person_only() {
         results[2]
     );
 }
+
+fn reviewing(req: &support::fake_llm::RecordedRequest) -> bool {
+    req.system_text()
+        .is_some_and(|s| s.starts_with("You review a conversation"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_enough_tool_work_a_silent_review_saves_memory() {
+    let mut w = World::new("[memory]\nreview_interval = 2\n[skills]\nreview_interval = 0\n").await;
+    w.llm.push(Reply::tool_call("current_time", json!({})));
+    w.llm.push(Reply::tool_call(
+        "current_time",
+        json!({"timezone": "Asia/Tokyo"}),
+    ));
+    w.llm.push(Reply::text("It is evening in Tokyo."));
+    w.llm.set_default(|req| {
+        if reviewing(req) && req.tool_results().is_empty() {
+            Reply::tool_call(
+                "memory",
+                json!({"action": "add", "target": "user", "content": "Travels to Tokyo often"}),
+            )
+        } else if reviewing(req) {
+            Reply::text("Saved one fact.")
+        } else {
+            Reply::text("ok")
+        }
+    });
+    let _daemon = w.start().await;
+    w.tg.private_text(
+        ALICE,
+        "Alice",
+        "I fly to Tokyo again tomorrow, what time is it there?",
+    );
+    w.tg.wait_sent(1, WAIT).await;
+    let file = w.home.path().join("memory/telegram%3A111/USER.md");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !file.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the review saved nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "Travels to Tokyo often\n"
+    );
+    let reqs = w.llm.requests();
+    let review = reqs.iter().position(reviewing).unwrap();
+    assert!(review >= 3, "the review came after the turn");
+    assert!(
+        reqs[review]
+            .last_user_text()
+            .unwrap()
+            .contains("fly to Tokyo"),
+        "it read the conversation"
+    );
+    assert_eq!(reqs[review].tool_names(), ["memory"]);
+    // The user saw only the answer.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(w.tg.sent().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_with_nothing_to_save_writes_nothing() {
+    let mut w = World::new("[memory]\nreview_interval = 1\n[skills]\nreview_interval = 0\n").await;
+    w.llm.push(Reply::tool_call("current_time", json!({})));
+    w.llm.push(Reply::text("noon"));
+    w.llm.set_default(|req| {
+        if reviewing(req) {
+            Reply::text("Nothing to save.")
+        } else {
+            Reply::text("ok")
+        }
+    });
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "time?");
+    w.tg.wait_sent(1, WAIT).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while !w.llm.requests().iter().any(reviewing) {
+        assert!(std::time::Instant::now() < deadline, "no review happened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !w.home.path().join("memory").exists(),
+        "nothing was written"
+    );
+    assert_eq!(w.tg.sent().len(), 1);
+}

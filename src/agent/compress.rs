@@ -71,7 +71,8 @@ fn head_len(messages: &[StoredMessage], keep: usize) -> usize {
     n
 }
 
-fn transcript(messages: &[StoredMessage]) -> String {
+/// A conversation as plain text for a summariser or a reviewer, each message cut to a length.
+pub(crate) fn transcript(messages: &[ChatMessage]) -> String {
     let cut = |s: &str| -> String {
         if s.chars().count() > MAX_MESSAGE_CHARS {
             format!("{}…", s.chars().take(MAX_MESSAGE_CHARS).collect::<String>())
@@ -81,7 +82,6 @@ fn transcript(messages: &[StoredMessage]) -> String {
     };
     let mut out = String::new();
     for m in messages {
-        let m = &m.message;
         match m.role {
             Role::User => out.push_str(&format!("USER: {}\n", cut(&m.content))),
             Role::Assistant => {
@@ -191,7 +191,8 @@ impl Agent {
             input.push_str(&p.text);
             input.push_str("\n\nThen:\n");
         }
-        input.push_str(&transcript(middle));
+        let middle_messages: Vec<ChatMessage> = middle.iter().map(|m| m.message.clone()).collect();
+        input.push_str(&transcript(&middle_messages));
         let request = ChatRequest {
             model: self
                 .config
@@ -295,11 +296,7 @@ mod tests {
     #[test]
     fn transcript_shows_calls_and_cuts_long_texts() {
         let long = "x".repeat(2000);
-        let t = transcript(&[
-            stored(1, ChatMessage::user(long)),
-            stored(2, asking("c")),
-            stored(3, result("c")),
-        ]);
+        let t = transcript(&[ChatMessage::user(long), asking("c"), result("c")]);
         assert!(t.starts_with(&format!("USER: {}…\n", "x".repeat(MAX_MESSAGE_CHARS))));
         assert!(t.contains("ASSISTANT called t({})\nRESULT of t: r\n"));
     }

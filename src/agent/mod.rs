@@ -13,6 +13,7 @@ mod interaction;
 mod model_call;
 pub mod permissions;
 mod prompt;
+mod review;
 mod run;
 pub(crate) mod subagent;
 mod turn;
@@ -26,6 +27,7 @@ pub use compress::{Compressed, estimate_tokens};
 pub use interaction::{ConfirmRequest, Interaction};
 pub use permissions::Permissions;
 pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};
+pub use review::{NOTHING_TO_SAVE, ReviewKind};
 pub use turn::{NewMessage, TurnControl, TurnInput, TurnOutcome, TurnReport};
 
 use crate::config::Config;

@@ -51,6 +51,8 @@ impl Run<'_> {
         let mut usage = Usage::default();
         let mut iteration = 0;
         let mut compressed = false;
+        let mut tool_rounds = 0;
+        let mut tools_called = Vec::new();
         let outcome = loop {
             if self.control.interrupt.is_cancelled() || self.control.stop.is_cancelled() {
                 break TurnOutcome::Cancelled;
@@ -118,6 +120,8 @@ impl Run<'_> {
             }
             let mut asked = ChatMessage::assistant(response.content);
             asked.tool_calls = response.tool_calls;
+            tool_rounds += 1;
+            tools_called.extend(asked.tool_calls.iter().map(|c| c.name.clone()));
             if let Some(id) = self.session_id {
                 self.agent
                     .store
@@ -142,6 +146,8 @@ impl Run<'_> {
             outcome,
             usage,
             iterations: iteration + self.extra_iterations,
+            tool_rounds,
+            tools_called,
         })
     }
 }

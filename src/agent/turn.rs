@@ -70,6 +70,10 @@ pub struct TurnReport {
     pub usage: Usage,
     /// Model calls made (subagents' included).
     pub iterations: u32,
+    /// Model responses that asked for tools (this run's own, not its subagents').
+    pub tool_rounds: u32,
+    /// Names of the tools this run called, in order, repeated as called.
+    pub tools_called: Vec<String>,
 }
 
 impl Agent {

@@ -44,6 +44,7 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub policy: PolicyConfig,
     pub memory: MemoryConfig,
+    pub skills: SkillsConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
 }
@@ -142,6 +143,9 @@ pub struct MemoryConfig {
     pub memory_chars: usize,
     /// Characters USER.md (about the user) may hold.
     pub user_chars: usize,
+    /// Tool rounds without a `memory` call after which a background review looks for facts
+    /// worth remembering (0: never).
+    pub review_interval: u32,
 }
 
 impl Default for MemoryConfig {
@@ -149,6 +153,24 @@ impl Default for MemoryConfig {
         MemoryConfig {
             memory_chars: 2200,
             user_chars: 1375,
+            review_interval: 10,
+        }
+    }
+}
+
+/// Skills: procedural memory the agent reads and writes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Tool rounds without a `skill_manage` call after which a background review decides whether
+    /// the work is worth a skill (0: never).
+    pub review_interval: u32,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig {
+            review_interval: 10,
         }
     }
 }

@@ -12,6 +12,7 @@ use super::Shared;
 use super::delivery::{self, replies, user_content};
 use super::interaction::ChatInteraction;
 use super::resets;
+use super::reviews;
 use super::session_pool::Lane;
 use super::stream_view;
 use crate::agent::{
@@ -162,7 +163,13 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         outcome,
         usage,
         iterations,
+        tool_rounds,
+        tools_called,
     } = report;
+    let answered = matches!(
+        outcome,
+        TurnOutcome::Answered(_) | TurnOutcome::BudgetExhausted(_)
+    );
     let record = |outcome| TurnRecord {
         started_at,
         iterations,
@@ -224,6 +231,10 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         first.edit_of = Some(preview.0);
     }
     let has_replies = !commit.replies.is_empty();
+    let first_reply = commit
+        .replies
+        .first()
+        .map(|(_, out)| out.idempotency_key.clone());
     if let Err(e) = shared.store.commit_turn(commit).await {
         tracing::error!(error = %e, "cannot store the turn's result; the messages stay queued");
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -231,6 +242,9 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     }
     if has_replies {
         shared.outbox_signal.notify_one();
+    }
+    if answered {
+        reviews::after_turn(shared, &session, tool_rounds, &tools_called, first_reply).await;
     }
 }
 

@@ -20,6 +20,7 @@ mod interaction;
 mod lane;
 mod outbox_pump;
 mod resets;
+mod reviews;
 mod router;
 mod session_pool;
 mod sink;
@@ -59,6 +60,8 @@ pub(crate) struct Shared {
     pub approvals: ApprovalBook,
     /// `clarify` questions waiting for a user's answer.
     pub questions: Book<interaction::Reply>,
+    /// Bounds background reviews running at once.
+    pub reviews: tokio::sync::Semaphore,
     pub started: Instant,
     /// Cancelled first at shutdown: adapters stop receiving, the router stops routing.
     pub intake: CancellationToken,
@@ -100,6 +103,7 @@ impl Gateway {
             pool,
             approvals: ApprovalBook::default(),
             questions: Book::default(),
+            reviews: reviews::limit(),
             started: Instant::now(),
             intake: CancellationToken::new(),
             draining: CancellationToken::new(),

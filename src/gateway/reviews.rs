@@ -1,0 +1,73 @@
+//! Starting background reviews (skills, memory) after a turn, once its answer has reached the
+//! chat; at most a few run at once, and nothing they do is shown to the user.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::Shared;
+use crate::store::SessionRow;
+
+/// Reviews running at once across the daemon.
+pub(crate) const MAX_REVIEWS: usize = 2;
+
+/// Count the turn's tool work and start the reviews that are due.
+pub(crate) async fn after_turn(
+    shared: &Arc<Shared>,
+    session: &SessionRow,
+    tool_rounds: u32,
+    tools_called: &[String],
+    first_reply: Option<String>,
+) {
+    let due = match shared
+        .agent
+        .reviews_due(session, tool_rounds, tools_called)
+        .await
+    {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot count tool rounds for reviews");
+            return;
+        }
+    };
+    for kind in due {
+        let (shared, session, reply) = (shared.clone(), session.clone(), first_reply.clone());
+        tokio::spawn(async move {
+            // After the user has the answer: the review must never delay or precede it.
+            if let Some(key) = reply {
+                wait_sent(&shared, &key).await;
+            }
+            let Ok(_permit) = shared.reviews.acquire().await else {
+                return;
+            };
+            match shared.agent.review(&session, kind).await {
+                Ok((answer, usage)) => tracing::info!(
+                    session = %session.key,
+                    review = kind.as_str(),
+                    tokens = usage.prompt_tokens + usage.completion_tokens,
+                    answer = %answer.chars().take(200).collect::<String>(),
+                    "background review finished"
+                ),
+                Err(e) => {
+                    tracing::warn!(session = %session.key, review = kind.as_str(), error = %e, "background review failed")
+                }
+            }
+        });
+    }
+}
+
+/// Wait (bounded) until the reply with this idempotency key was sent.
+async fn wait_sent(shared: &Shared, key: &str) {
+    for _ in 0..600 {
+        if matches!(shared.store.outbox_sent_id(key).await, Ok(Some(_))) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The semaphore bounding concurrent reviews.
+pub(crate) fn limit() -> Semaphore {
+    Semaphore::new(MAX_REVIEWS)
+}
