@@ -12,5 +12,6 @@ pub mod llm;
 pub mod logging;
 pub mod memory;
 pub mod policy;
+pub mod skills;
 pub mod store;
 pub mod tools;

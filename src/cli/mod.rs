@@ -1,10 +1,12 @@
-//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`.
+//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`.
 
 mod chat;
 mod doctor;
 mod gateway;
 mod sessions;
+mod skills;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
 pub use sessions::SessionsAction;
+pub use skills::SkillsAction;
 
 /// hermes: your AI agent on the messaging platforms you already use.
 #[derive(Debug, Parser)]
@@ -47,6 +50,11 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// List, show, validate, install and remove skills (bundled and in $HERMES_HOME/skills).
+    Skills {
+        #[command(subcommand)]
+        action: SkillsAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,6 +82,34 @@ pub async fn run(cli: Cli) -> ExitCode {
             Ok(config) => sessions::sessions(config, action).await,
             Err(code) => code,
         },
+        Command::Skills { action } => match load(cli.config.as_deref()) {
+            Ok(config) => skills::skills(config, action).await,
+            Err(code) => code,
+        },
+    }
+}
+
+/// What an operator subcommand (`sessions`, `skills`) ends with: done, or one line saying why
+/// not.
+type Outcome = Result<(), String>;
+
+/// The exit code of `result`, printing its error.
+fn exit_code(result: Outcome) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Print to standard output; a closed pipe (`| head`) ends the output quietly.
+fn emit(text: &str) -> Outcome {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write: {e}")),
+        _ => Ok(()),
     }
 }
 

@@ -1,13 +1,13 @@
 //! `hermes sessions`: the operator's view of stored conversations: list them, show one, search
 //! all of them, export one as JSON lines.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 
+use super::{Outcome, emit, exit_code};
 use crate::config::Config;
 use crate::llm::{Role, ToolCall};
 use crate::store::{SearchScope, SessionSummary, Store, StoredMessage, search_terms};
@@ -72,16 +72,8 @@ pub(super) async fn sessions(config: Config, action: SessionsAction) -> ExitCode
         }
         SessionsAction::Export { id } => export(&store, id).await,
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("hermes: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    exit_code(result)
 }
-
-type Outcome = Result<(), String>;
 
 fn date(ms: i64, tz: &TimeZone) -> String {
     jiff::Timestamp::from_millisecond(ms)
@@ -95,15 +87,6 @@ fn date(ms: i64, tz: &TimeZone) -> String {
 
 fn unknown(id: i64) -> String {
     format!("there is no session {id}; `hermes sessions list` shows the ids")
-}
-
-/// Print to standard output; a closed pipe (`| head`) ends the output quietly.
-fn emit(text: &str) -> Outcome {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write: {e}")),
-        _ => Ok(()),
-    }
 }
 
 async fn list(store: &Store, limit: usize, offset: usize, tz: &TimeZone) -> Outcome {

@@ -33,6 +33,26 @@ impl Store {
         .await
     }
 
+    /// Add one to the whole number kept in a setting (missing or not a number counts as 0) and
+    /// return the new value, in one statement so that concurrent callers never lose a count.
+    pub async fn increment_setting(&self, scope: &str, name: &str) -> Result<i64> {
+        let (scope, name) = (scope.to_owned(), name.to_owned());
+        self.call(move |c| {
+            let value: String = c.query_row(
+                "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, '1', ?3)
+                 ON CONFLICT (scope, name) DO UPDATE
+                 SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT), updated_at = excluded.updated_at
+                 RETURNING value",
+                params![scope, name, now_millis()],
+                |r| r.get(0),
+            )?;
+            value
+                .parse()
+                .map_err(|_| super::StoreError::Corrupt(format!("counter `{value}`")))
+        })
+        .await
+    }
+
     pub async fn delete_setting(&self, scope: &str, name: &str) -> Result<()> {
         let (scope, name) = (scope.to_owned(), name.to_owned());
         self.call(move |c| {
@@ -69,6 +89,19 @@ mod tests {
         assert_eq!(
             store.setting("t", "level").await.unwrap().as_deref(),
             Some("full-access")
+        );
+    }
+
+    #[tokio::test]
+    async fn counters_start_at_one_and_count_up() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(store.increment_setting("s", "uses").await.unwrap(), 1);
+        assert_eq!(store.increment_setting("s", "uses").await.unwrap(), 2);
+        store.set_setting("s", "junk", "x").await.unwrap();
+        assert_eq!(store.increment_setting("s", "junk").await.unwrap(), 1);
+        assert_eq!(
+            store.setting("s", "uses").await.unwrap().as_deref(),
+            Some("2")
         );
     }
 }

@@ -21,7 +21,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-mod disk;
+pub(crate) mod disk;
 mod list_dir;
 mod patch_file;
 mod read_file;
