@@ -15,6 +15,7 @@ pub mod permissions;
 mod prompt;
 mod review;
 mod run;
+pub mod snapshots;
 pub(crate) mod subagent;
 mod turn;
 

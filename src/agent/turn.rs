@@ -94,12 +94,12 @@ impl Agent {
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }
-        let memory = self.memory_snapshot(session).await?;
+        let frozen = self.frozen_context(session, &enabled).await?;
         let mut messages = vec![ChatMessage::system(system_prompt_with(
             input.setting,
             self.config.agent.system_prompt.as_deref(),
             &enabled,
-            memory.as_deref(),
+            frozen.as_deref(),
         ))];
         messages.extend(repair_history(history));
         attach_images(&mut messages, input.new_messages);
@@ -136,32 +136,6 @@ impl Agent {
             late_sent: Default::default(),
         };
         run.drive(messages).await
-    }
-}
-
-impl Agent {
-    /// The memory snapshot of a session: taken from the owner's memory files at the session's
-    /// first turn and kept for the session, so the system prompt stays byte-identical across
-    /// its turns (memory edits show from the next session on).
-    async fn memory_snapshot(&self, session: &SessionRow) -> Result<Option<String>, StoreError> {
-        let scope = format!("sid:{}", session.id);
-        if let Some(frozen) = self.store.setting(&scope, "memory_snapshot").await? {
-            return Ok(Some(frozen).filter(|s| !s.is_empty()));
-        }
-        let files = self.memory.clone();
-        let owner = session.key.owner();
-        let snapshot = tokio::task::spawn_blocking(move || files.snapshot(&owner))
-            .await
-            .ok()
-            .and_then(|r| {
-                r.map_err(|e| tracing::warn!(error = %e, "cannot read the memory files"))
-                    .ok()
-            })
-            .flatten();
-        self.store
-            .set_setting(&scope, "memory_snapshot", snapshot.as_deref().unwrap_or(""))
-            .await?;
-        Ok(snapshot)
     }
 }
 

@@ -49,6 +49,7 @@ pub(crate) async fn handle(
         "approve" | "deny" => "Nothing is waiting for your approval.".to_owned(),
         "permissions" => permissions(shared, key, arg).await,
         "model" => model(shared, key, arg).await,
+        "skills" => super::skills_chat::command(shared, key, arg).await,
         "usage" => usage(shared, key).await,
         _ => return None,
     })
@@ -61,6 +62,7 @@ Commands:\n\
 /status — this conversation, the model, and my health\n\
 /compress — summarise the older part of this conversation\n\
 /model [name] — show or switch the model of this conversation\n\
+/skills — the skills I know; /<skill-name> <request> uses one explicitly\n\
 /usage — tokens and estimated cost of this conversation\n\
 /permissions [safe|auto|full-access] — show or set what I may do without asking\n\
 /approve, /deny — answer a pending permission request (yes / no work too)\n\

@@ -278,7 +278,14 @@ async fn open_session(
 async fn new_messages(shared: &Shared, rows: &[InboxRow]) -> Vec<NewMessage> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        let mut text = user_content(&row.message);
+        let mut text = match super::skills_chat::explicit(shared, &row.message).await {
+            Some(directive) => {
+                let mut with_skill = row.message.clone();
+                with_skill.text = directive;
+                user_content(&with_skill)
+            }
+            None => user_content(&row.message),
+        };
         let mut images = Vec::new();
         if !row.message.attachments.is_empty() && !shared.config.llm.vision {
             text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");

@@ -24,6 +24,7 @@ mod reviews;
 mod router;
 mod session_pool;
 mod sink;
+mod skills_chat;
 mod stream_view;
 mod supervisor;
 

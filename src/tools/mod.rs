@@ -55,6 +55,25 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
         config.memory_files(),
     )));
     r.register(Arc::new(SessionSearch::new(store.clone())));
+    let skills = crate::skills::SkillSources::for_home(&config.home);
+    let sets = config.clone();
+    r.register(Arc::new(
+        crate::skills::SkillsList::new(skills.clone(), store.clone()).with_availability(Arc::new(
+            move |ctx: &ToolContext| {
+                let platform = ctx.session.platform;
+                let toolsets = sets.toolsets(platform);
+                crate::skills::Availability::new(platform, tools_in(toolsets), toolsets.iter())
+            },
+        )),
+    ));
+    r.register(Arc::new(crate::skills::SkillView::new(
+        skills.clone(),
+        store.clone(),
+    )));
+    r.register(Arc::new(crate::skills::SkillManage::new(
+        skills,
+        store.clone(),
+    )));
     for tool in files::file_tools(Arc::new(workspace)) {
         r.register(tool);
     }
@@ -79,6 +98,7 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
 pub const TOOLSETS: &[(&str, &[&str])] = &[
     ("core", &["current_time", "todo", "clarify"]),
     ("memory", &["memory", "session_search"]),
+    ("skills", &["skills_list", "skill_view", "skill_manage"]),
     (
         "files",
         &[

@@ -1,0 +1,117 @@
+//! What a session's system prompt freezes at its first turn: the memory files and the skills
+//! index. Both are stored with the session, so the prompt prefix is byte-identical for all its
+//! turns (and across restarts); changes show in the next session.
+
+use hermes_adapter::SessionKey;
+
+use super::Agent;
+use super::permissions::key_scope;
+use crate::skills::{Availability, SkillLibrary, SkillSources};
+use crate::store::{SessionRow, Store, StoreError};
+
+/// The skills a session key is restricted to (`/skills only …`), if any.
+pub async fn enabled_skills(
+    store: &Store,
+    key: &SessionKey,
+) -> Result<Option<Vec<String>>, StoreError> {
+    Ok(store
+        .setting(&key_scope(key), "skills_enabled")
+        .await?
+        .and_then(|v| serde_json::from_str(&v).ok()))
+}
+
+/// Restrict a session key to `skills` (`None`: all available skills).
+pub async fn set_enabled_skills(
+    store: &Store,
+    key: &SessionKey,
+    skills: Option<&[String]>,
+) -> Result<(), StoreError> {
+    match skills {
+        Some(list) => {
+            let json = serde_json::to_string(list).unwrap_or_else(|_| "[]".into());
+            store
+                .set_setting(&key_scope(key), "skills_enabled", &json)
+                .await
+        }
+        None => {
+            store
+                .delete_setting(&key_scope(key), "skills_enabled")
+                .await
+        }
+    }
+}
+
+impl Agent {
+    /// The frozen part of a session's system prompt: skills index and memory.
+    pub(crate) async fn frozen_context(
+        &self,
+        session: &SessionRow,
+        enabled: &[&str],
+    ) -> Result<Option<String>, StoreError> {
+        let skills = if enabled.contains(&"skill_view") {
+            self.skills_snapshot(session).await?
+        } else {
+            None
+        };
+        let memory = self.memory_snapshot(session).await?;
+        let parts: Vec<String> = [skills, memory]
+            .into_iter()
+            .flatten()
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        Ok((!parts.is_empty()).then(|| parts.join("\n")))
+    }
+
+    /// The skills index of a session, taken at its first turn: the skills available on its
+    /// platform with its tools, narrowed by `/skills only`, plus the guidance to save and patch.
+    async fn skills_snapshot(&self, session: &SessionRow) -> Result<Option<String>, StoreError> {
+        let scope = format!("sid:{}", session.id);
+        if let Some(frozen) = self.store.setting(&scope, "skills_index").await? {
+            return Ok(Some(frozen).filter(|s| !s.is_empty()));
+        }
+        let only = enabled_skills(&self.store, &session.key).await?;
+        let platform = session.key.platform;
+        let toolsets = self.config.toolsets(platform).to_vec();
+        let sources = SkillSources::for_home(&self.config.home);
+        let index = tokio::task::spawn_blocking(move || {
+            let library = SkillLibrary::load(&sources);
+            let ctx =
+                Availability::new(platform, crate::tools::tools_in(&toolsets), toolsets.iter());
+            let mut available = library.available(&ctx);
+            if let Some(only) = &only {
+                available.retain(|s| only.contains(&s.name));
+            }
+            let index = crate::skills::index(&available);
+            format!("{index}\n{}\n", crate::skills::GUIDANCE)
+        })
+        .await
+        .unwrap_or_default();
+        self.store
+            .set_setting(&scope, "skills_index", &index)
+            .await?;
+        Ok(Some(index).filter(|s| !s.trim().is_empty()))
+    }
+    /// The memory snapshot of a session: taken from the owner's memory files at the session's
+    /// first turn and kept for the session, so the system prompt stays byte-identical across
+    /// its turns (memory edits show from the next session on).
+    async fn memory_snapshot(&self, session: &SessionRow) -> Result<Option<String>, StoreError> {
+        let scope = format!("sid:{}", session.id);
+        if let Some(frozen) = self.store.setting(&scope, "memory_snapshot").await? {
+            return Ok(Some(frozen).filter(|s| !s.is_empty()));
+        }
+        let files = self.memory.clone();
+        let owner = session.key.owner();
+        let snapshot = tokio::task::spawn_blocking(move || files.snapshot(&owner))
+            .await
+            .ok()
+            .and_then(|r| {
+                r.map_err(|e| tracing::warn!(error = %e, "cannot read the memory files"))
+                    .ok()
+            })
+            .flatten();
+        self.store
+            .set_setting(&scope, "memory_snapshot", snapshot.as_deref().unwrap_or(""))
+            .await?;
+        Ok(snapshot)
+    }
+}
