@@ -15,3 +15,4 @@ pub mod policy;
 pub mod skills;
 pub mod store;
 pub mod tools;
+pub mod cron;

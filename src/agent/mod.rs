@@ -49,6 +49,8 @@ pub struct Agent {
     pub(crate) retry: RetryPolicy,
     /// Providers tried after `provider` fails.
     pub(crate) fallbacks: Vec<model_call::Fallback>,
+    /// The scheduler's clock and doorbell (shared with the `cronjob` tool).
+    pub(crate) cron: crate::cron::CronControl,
     /// Caps subagents running at once across the daemon.
     pub(crate) subagents: Semaphore,
 }
@@ -56,13 +58,21 @@ pub struct Agent {
 impl Agent {
     /// An agent with the built-in tools, configured from `config`. Fails when the tools'
     /// workspace cannot be created.
-    pub fn new(
+    pub fn new(config: &Config, provider: Arc<dyn Provider>, store: Store) -> std::io::Result<Agent> {
+        Self::with_cron(config, provider, store, crate::cron::CronControl::default())
+    }
+
+    /// An agent whose scheduled jobs follow `cron`'s clock (tests move it by hand).
+    pub fn with_cron(
         config: &Config,
         provider: Arc<dyn Provider>,
         store: Store,
+        cron: crate::cron::CronControl,
     ) -> std::io::Result<Agent> {
-        let tools = tools::builtin(config, &store)?;
-        Ok(Self::with_tools(config, provider, store, tools))
+        let tools = tools::builtin(config, &store, &cron)?;
+        let mut agent = Self::with_tools(config, provider, store, tools);
+        agent.cron = cron;
+        Ok(agent)
     }
 
     /// An agent with a given set of tools (tests, embedding).
@@ -83,6 +93,7 @@ impl Agent {
             memory: config.memory_files(),
             subagents: Semaphore::new(config.tools.max_concurrent_subagents.max(1)),
             fallbacks: model_call::fallbacks(config),
+            cron: crate::cron::CronControl::default(),
             config: Arc::new(config.clone()),
             provider,
             tools,

@@ -39,7 +39,15 @@ pub fn system_prompt_with(
          on the date or time. If a tool fails, read the error, fix the call if you can, otherwise \
          tell the user plainly what did not work.\n",
     );
+    if setting.platform == Platform::Cron {
+        p.push_str(
+            "\nThis is a scheduled job: nobody is reading along, nobody can answer questions or \
+             approve actions. Do the work, then answer with what should be delivered. If there is \
+             nothing worth sending, answer exactly [SILENT].\n",
+        );
+    }
     match (setting.platform, setting.chat) {
+        (Platform::Cron, _) => {}
         (Platform::Cli, _) => {
             p.push_str("\nThis conversation is in a terminal on the user's own machine.\n")
         }
@@ -92,6 +100,7 @@ fn title(p: Platform) -> &'static str {
         Platform::Email => "email",
         Platform::Matrix => "Matrix",
         Platform::Cli => "the terminal",
+        Platform::Cron => "a schedule",
     }
 }
 

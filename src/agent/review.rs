@@ -157,6 +157,7 @@ impl Agent {
                 timezone: self.timezone.clone(),
                 cancel: Default::default(),
                 interaction: None,
+                chat: None,
             },
             control: TurnControl::default(),
             perms,

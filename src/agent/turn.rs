@@ -37,6 +37,8 @@ pub struct TurnInput<'a> {
     pub interaction: Option<Arc<dyn Interaction>>,
     /// Where to stream the answer's text as it is written (see [`crate::llm::DeltaSink`]).
     pub deltas: Option<crate::llm::DeltaSink>,
+    /// The chat the turn answers in (tools that act later, like scheduled jobs, deliver there).
+    pub chat: Option<crate::tools::ChatRef>,
 }
 
 /// A user message a turn answers.
@@ -120,6 +122,7 @@ impl Agent {
                 timezone: self.timezone.clone(),
                 cancel: input.control.stop.clone(),
                 interaction: input.interaction.clone(),
+                chat: input.chat.clone(),
             },
             control: input.control,
             perms,

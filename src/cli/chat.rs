@@ -110,6 +110,7 @@ async fn turn(
             })),
             control,
             deltas: None,
+            chat: None,
         })
         .await;
     ctrl_c.abort();

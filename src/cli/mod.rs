@@ -1,6 +1,7 @@
 //! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`.
 
 mod chat;
+mod cron;
 mod doctor;
 mod gateway;
 mod sessions;
@@ -15,6 +16,7 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
+pub use cron::CronAction;
 pub use sessions::SessionsAction;
 pub use skills::SkillsAction;
 
@@ -50,6 +52,11 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+    /// Scheduled jobs: list, add, remove, pause, resume, run now.
+    Cron {
+        #[command(subcommand)]
+        action: CronAction,
+    },
     /// List, show, validate, install and remove skills (bundled and in $HERMES_HOME/skills).
     Skills {
         #[command(subcommand)]
@@ -80,6 +87,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Sessions { action } => match load(cli.config.as_deref()) {
             Ok(config) => sessions::sessions(config, action).await,
+            Err(code) => code,
+        },
+        Command::Cron { action } => match load(cli.config.as_deref()) {
+            Ok(config) => cron::cron(config, action).await,
             Err(code) => code,
         },
         Command::Skills { action } => match load(cli.config.as_deref()) {

@@ -50,6 +50,19 @@ pub(crate) async fn handle(
         "permissions" => permissions(shared, key, arg).await,
         "model" => model(shared, key, arg).await,
         "skills" => super::skills_chat::command(shared, key, arg).await,
+        "sethome" => {
+            let home = super::cron_run::Home {
+                chat: msg.chat.id.clone(),
+                thread: msg.thread.clone(),
+            };
+            match super::cron_run::set_home(shared, msg.platform, &home).await {
+                Ok(()) => format!(
+                    "🏠 This chat is now the {} home channel: scheduled jobs delivering to `{}` post here.",
+                    msg.platform, msg.platform
+                ),
+                Err(e) => format!("⚠️ Could not set the home channel: {e}"),
+            }
+        }
         "usage" => usage(shared, key).await,
         _ => return None,
     })
@@ -63,6 +76,7 @@ Commands:\n\
 /compress — summarise the older part of this conversation\n\
 /model [name] — show or switch the model of this conversation\n\
 /skills — the skills I know; /<skill-name> <request> uses one explicitly\n\
+/sethome — make this chat the home channel for scheduled jobs\n\
 /usage — tokens and estimated cost of this conversation\n\
 /permissions [safe|auto|full-access] — show or set what I may do without asking\n\
 /approve, /deny — answer a pending permission request (yes / no work too)\n\
@@ -196,8 +210,10 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
     match shared.config.llm.prices.get(&model) {
         Some(p) => {
             let fresh = u.prompt_tokens.saturating_sub(u.cached_tokens) as f64;
-            let cost = (fresh * p.input
+            let fresh = fresh - u.cache_write_tokens as f64;
+            let cost = (fresh.max(0.0) * p.input
                 + u.cached_tokens as f64 * p.cache_read.unwrap_or(p.input)
+                + u.cache_write_tokens as f64 * p.cache_write.unwrap_or(p.input)
                 + u.completion_tokens as f64 * p.output)
                 / 1_000_000.0;
             out.push_str(&format!(" Estimated cost: ${cost:.4} ({model})."));

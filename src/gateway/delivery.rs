@@ -110,7 +110,26 @@ pub fn user_content(msg: &Message) -> String {
 /// Outbox rows for `text` in reply to `to`: chunked to the platform's limit, threaded, and in
 /// groups replying to the message that asked. `key` makes the rows idempotent.
 pub fn replies(shared: &Shared, to: &Message, text: &str, key: &str) -> Vec<(Platform, Outbound)> {
-    let Some(adapter) = shared.adapters.get(&to.platform) else {
+    let mut rows = to_chat(shared, to.platform, &to.chat.id, to.thread.as_ref(), text, key);
+    if to.chat.kind != ChatKind::Direct
+        && let Some((_, first)) = rows.first_mut()
+    {
+        first.reply_to = Some(to.id.clone());
+    }
+    rows
+}
+
+/// Outbox rows for `text` to a chat (and thread), chunked to the platform's limit; empty when
+/// no adapter for the platform is running.
+pub fn to_chat(
+    shared: &Shared,
+    platform: Platform,
+    chat: &hermes_adapter::ChatId,
+    thread: Option<&hermes_adapter::ThreadId>,
+    text: &str,
+    key: &str,
+) -> Vec<(Platform, Outbound)> {
+    let Some(adapter) = shared.adapters.get(&platform) else {
         return Vec::new();
     };
     let caps = adapter.capabilities();
@@ -120,12 +139,9 @@ pub fn replies(shared: &Shared, to: &Message, text: &str, key: &str) -> Vec<(Pla
         .into_iter()
         .enumerate()
         .map(|(i, chunk)| {
-            let mut out = Outbound::text(to.chat.id.clone(), chunk, format!("{key}:{}/{n}", i + 1));
-            out.thread = to.thread.clone();
-            if to.chat.kind != ChatKind::Direct && i == 0 {
-                out.reply_to = Some(to.id.clone());
-            }
-            (to.platform, out)
+            let mut out = Outbound::text(chat.clone(), chunk, format!("{key}:{}/{n}", i + 1));
+            out.thread = thread.cloned();
+            (platform, out)
         })
         .collect()
 }

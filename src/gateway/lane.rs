@@ -139,6 +139,12 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         requester: Some(last.sender.id.clone()),
         interaction: Some(person),
         deltas,
+        chat: Some(crate::tools::ChatRef {
+            platform: last.platform,
+            chat: last.chat.id.clone(),
+            thread: last.thread.clone(),
+            user: Some(last.sender.id.clone()),
+        }),
     };
     let result = shared.agent.run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {

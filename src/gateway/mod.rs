@@ -14,6 +14,8 @@
 mod authz;
 pub mod chunk;
 mod commands;
+mod cron_builtin;
+mod cron_run;
 mod delivery;
 mod health;
 mod interaction;
@@ -22,6 +24,7 @@ mod outbox_pump;
 mod resets;
 mod reviews;
 mod router;
+mod scheduler;
 mod session_pool;
 mod sink;
 mod skills_chat;
@@ -146,6 +149,9 @@ impl Gateway {
             ));
         }
         tasks.spawn(router::run(shared.clone()));
+        if shared.config.cron.enabled {
+            tasks.spawn(scheduler::run(shared.clone()));
+        }
         let pump_stop = CancellationToken::new();
         let pump = tokio::spawn(outbox_pump::run(shared.clone(), pump_stop.clone()));
         tracing::info!(adapters = ?shared.adapters.keys().collect::<Vec<_>>(), "gateway running");

@@ -162,6 +162,44 @@ const MIGRATIONS: &[Migration] = &[
         "#,
         then: Some(backfill_owners),
     },
+    // 4: scheduled jobs and their runs; the turns table learns cache-write tokens.
+    Migration::sql(
+        r#"
+    CREATE TABLE cron_jobs (
+        id             INTEGER PRIMARY KEY,
+        name           TEXT NOT NULL,
+        schedule       TEXT NOT NULL,
+        timezone       TEXT NOT NULL,
+        prompt         TEXT NOT NULL,
+        skills         TEXT NOT NULL DEFAULT '[]',
+        session        TEXT NOT NULL DEFAULT 'isolated' CHECK (session IN ('isolated', 'origin')),
+        origin         TEXT,
+        owner          TEXT,
+        deliver        TEXT NOT NULL DEFAULT '["origin"]',
+        enabled        INTEGER NOT NULL DEFAULT 1,
+        timeout_secs   INTEGER NOT NULL DEFAULT 600,
+        anchor_at      INTEGER NOT NULL,
+        next_run_at    INTEGER,
+        last_run_at    INTEGER,
+        created_at     INTEGER NOT NULL
+    );
+    CREATE INDEX cron_jobs_due ON cron_jobs(next_run_at) WHERE enabled = 1 AND next_run_at IS NOT NULL;
+
+    CREATE TABLE cron_runs (
+        id             INTEGER PRIMARY KEY,
+        job_id         INTEGER NOT NULL REFERENCES cron_jobs(id) ON DELETE CASCADE,
+        scheduled_at   INTEGER NOT NULL,
+        started_at     INTEGER NOT NULL,
+        finished_at    INTEGER,
+        status         TEXT NOT NULL CHECK (status IN ('running', 'ok', 'silent', 'failed', 'skipped')),
+        output         TEXT,
+        UNIQUE (job_id, scheduled_at)
+    );
+    CREATE INDEX cron_runs_job ON cron_runs(job_id, id);
+
+    ALTER TABLE turns ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+    "#,
+    ),
 ];
 
 /// Set `owner` of every session from its key. A key that does not parse (written by hand, or by

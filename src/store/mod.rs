@@ -6,6 +6,7 @@
 //! `outbox.rs`, `sessions.rs` and `search/` are the narrow interface the rest of the daemon uses; nothing
 //! outside this module writes SQL.
 
+mod cron;
 mod history;
 mod inbox;
 mod migrations;
@@ -20,6 +21,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+pub use cron::{CronJob, CronRun, JobOrigin};
 pub use inbox::{InboxOutcome, InboxRow, InboxStatus};
 pub use outbox::{OutboxRow, OutboxStats};
 pub use search::{FoundMessage, SearchScope, SessionHits, SessionSummary, search_terms};

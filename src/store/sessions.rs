@@ -265,8 +265,8 @@ impl Store {
             let r = &commit.record;
             tx.execute(
                 "INSERT INTO turns (session_id, started_at, finished_at, iterations, prompt_tokens,
-                     completion_tokens, cached_tokens, model, outcome)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     completion_tokens, cached_tokens, cache_write_tokens, model, outcome)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     commit.session_id,
                     r.started_at,
@@ -275,6 +275,7 @@ impl Store {
                     r.usage.prompt_tokens as i64,
                     r.usage.completion_tokens as i64,
                     r.usage.cached_tokens as i64,
+                    r.usage.cache_write_tokens as i64,
                     r.model,
                     r.outcome.as_str()
                 ],
@@ -310,12 +311,12 @@ impl Store {
                 [session_id],
                 |r| r.get(0),
             )?;
-            let (turns, p, comp, cached): (i64, i64, i64, i64) = c.query_row(
+            let (turns, p, comp, cached, written): (i64, i64, i64, i64, i64) = c.query_row(
                 "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
-                        COALESCE(SUM(cached_tokens), 0)
+                        COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cache_write_tokens), 0)
                  FROM turns WHERE session_id = ?1",
                 [session_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )?;
             Ok(SessionStats {
                 messages: messages as u64,
@@ -324,7 +325,7 @@ impl Store {
                     prompt_tokens: p as u64,
                     completion_tokens: comp as u64,
                     cached_tokens: cached as u64,
-            cache_write_tokens: 0,
+                    cache_write_tokens: written as u64,
                 },
             })
         })

@@ -34,7 +34,11 @@ use crate::store::Store;
 
 /// The built-in tools, configured. Which of them a turn may call is decided per platform by the
 /// configured toolsets. Fails when the workspace directory cannot be created.
-pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> {
+pub fn builtin(
+    config: &Config,
+    store: &Store,
+    cron: &crate::cron::CronControl,
+) -> std::io::Result<ToolRegistry> {
     let workspace_dir = config.workspace();
     let workspace = files::Workspace::new(&workspace_dir).map_err(|e| {
         std::io::Error::new(
@@ -91,6 +95,13 @@ pub fn builtin(config: &Config, store: &Store) -> std::io::Result<ToolRegistry> 
         },
     )));
     r.register(Arc::new(DelegateTask::default()));
+    let default_tz = config
+        .agent
+        .timezone
+        .clone()
+        .or_else(|| jiff::tz::TimeZone::system().iana_name().map(str::to_owned))
+        .unwrap_or_else(|| "UTC".to_owned());
+    r.register(Arc::new(crate::cron::CronTool::new(store.clone(), cron.clone(), default_tz)));
     Ok(r)
 }
 
@@ -112,6 +123,7 @@ pub const TOOLSETS: &[(&str, &[&str])] = &[
     ("terminal", &["terminal"]),
     ("web", &["web_fetch"]),
     ("delegate", &["delegate_task"]),
+    ("cron", &["cronjob"]),
 ];
 
 /// Whether `name` is a built-in tool.
@@ -191,6 +203,17 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The person behind the turn, if one can be asked (not in subagents or cron).
     pub interaction: Option<Arc<dyn Interaction>>,
+    /// The chat the turn answers in, if any (where a job created now delivers by default).
+    pub chat: Option<ChatRef>,
+}
+
+/// A place in a chat platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRef {
+    pub platform: Platform,
+    pub chat: hermes_adapter::ChatId,
+    pub thread: Option<hermes_adapter::ThreadId>,
+    pub user: Option<hermes_adapter::UserId>,
 }
 
 impl ToolContext {
@@ -201,6 +224,7 @@ impl ToolContext {
             timezone: jiff::tz::TimeZone::UTC,
             cancel: CancellationToken::new(),
             interaction: None,
+            chat: None,
         }
     }
 }

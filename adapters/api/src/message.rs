@@ -16,16 +16,19 @@ pub enum Platform {
     Email,
     Matrix,
     Cli,
+    /// Scheduled jobs: their sessions live here; nothing is delivered to it.
+    Cron,
 }
 
 impl Platform {
-    pub const ALL: [Platform; 6] = [
+    pub const ALL: [Platform; 7] = [
         Platform::Telegram,
         Platform::Discord,
         Platform::Slack,
         Platform::Email,
         Platform::Matrix,
         Platform::Cli,
+        Platform::Cron,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Platform {
             Platform::Email => "email",
             Platform::Matrix => "matrix",
             Platform::Cli => "cli",
+            Platform::Cron => "cron",
         }
     }
 }
@@ -53,7 +57,7 @@ impl std::str::FromStr for Platform {
         Platform::ALL
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown platform `{s}` (expected one of telegram, discord, slack, email, matrix, cli)"))
+            .ok_or_else(|| format!("unknown platform `{s}` (expected one of telegram, discord, slack, email, matrix, cli, cron)"))
     }
 }
 

@@ -1,0 +1,108 @@
+//! Job rules shared by the `cronjob` tool and `hermes cron`: parsing a schedule into the first
+//! run, checking delivery targets, describing a job.
+
+use hermes_adapter::Platform;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use super::schedule::{Schedule, ScheduleError};
+use crate::store::CronJob;
+
+/// Longest a job may run.
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
+
+/// A job's schedule, parsed in its zone.
+pub fn schedule_of(job: &CronJob) -> Result<Schedule, ScheduleError> {
+    let tz = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
+    let created = Timestamp::from_millisecond(job.created_at).unwrap_or(Timestamp::UNIX_EPOCH);
+    Schedule::parse(&job.schedule, created, &tz)
+}
+
+/// The first run of `schedule` created at `now`: (schedule, anchor, first run).
+pub fn first_run(text: &str, tz: &TimeZone, now_ms: i64) -> Result<(Schedule, i64, Option<i64>), ScheduleError> {
+    let now = Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH);
+    let schedule = Schedule::parse(text, now, tz)?;
+    if let Schedule::Once(at) = &schedule
+        && *at <= now
+    {
+        return Err(ScheduleError {
+            input: text.to_owned(),
+            reason: format!("{at} is in the past"),
+        });
+    }
+    let next = schedule.next_after(now, now).map(|t| t.as_millisecond());
+    Ok((schedule, now_ms, next))
+}
+
+/// Check delivery targets: `origin`, `local`, a platform (its home channel), or
+/// `platform:chat[:thread]`.
+pub fn check_targets(targets: &[String]) -> Result<(), String> {
+    if targets.is_empty() {
+        return Err("give at least one delivery target (origin, local, a platform, or platform:chat)".into());
+    }
+    for t in targets {
+        if t == "origin" || t == "local" {
+            continue;
+        }
+        let platform = t.split(':').next().unwrap_or_default();
+        match platform.parse::<Platform>() {
+            Ok(Platform::Cron) | Ok(Platform::Cli) | Err(_) => {
+                return Err(format!(
+                    "`{t}` is not a delivery target: use origin, local, a platform name (its home channel, see /sethome) or platform:chat[:thread]"
+                ));
+            }
+            Ok(_) => {}
+        }
+        if t.split(':').count() > 3 || t.ends_with(':') {
+            return Err(format!("`{t}` is not platform:chat[:thread]"));
+        }
+    }
+    Ok(())
+}
+
+/// One line about a job, for lists.
+pub fn describe(job: &CronJob) -> String {
+    let next = match (job.enabled, job.next_run_at) {
+        (false, _) => "paused".to_owned(),
+        (true, None) => "done".to_owned(),
+        (true, Some(ms)) => {
+            let tz = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
+            Timestamp::from_millisecond(ms)
+                .map(|t| format!("next {}", t.to_zoned_datetime(tz).strftime("%Y-%m-%d %H:%M %Z")))
+                .unwrap_or_default()
+        }
+    };
+    let prompt: String = job.prompt.chars().take(80).collect();
+    format!(
+        "#{} {} — `{}` ({}), {next}, to {}: {prompt}",
+        job.id,
+        job.name,
+        job.schedule,
+        job.timezone,
+        job.deliver.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_checked() {
+        let ok = ["origin", "local", "telegram", "telegram:-100", "slack:C1:123.4"].map(String::from);
+        assert!(check_targets(&ok).is_ok());
+        for bad in ["", "icq", "cron", "telegram:", "telegram:a:b:c"] {
+            assert!(check_targets(&[bad.to_owned()]).is_err(), "{bad}");
+        }
+        assert!(check_targets(&[]).is_err());
+    }
+
+    #[test]
+    fn past_one_off_times_are_refused() {
+        let now = "2026-11-29T10:00:00Z".parse::<Timestamp>().unwrap().as_millisecond();
+        let e = first_run("2026-11-01T10:00:00Z", &TimeZone::UTC, now).unwrap_err();
+        assert!(e.reason.contains("in the past"));
+        let (_, anchor, next) = first_run("every 1h", &TimeZone::UTC, now).unwrap();
+        assert_eq!((anchor, next), (now, Some(now + 3_600_000)));
+    }
+}
