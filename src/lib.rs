@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod cron;
 pub mod gateway;
 pub mod llm;
 pub mod logging;
@@ -15,4 +16,3 @@ pub mod policy;
 pub mod skills;
 pub mod store;
 pub mod tools;
-pub mod cron;

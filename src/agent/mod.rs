@@ -58,7 +58,11 @@ pub struct Agent {
 impl Agent {
     /// An agent with the built-in tools, configured from `config`. Fails when the tools'
     /// workspace cannot be created.
-    pub fn new(config: &Config, provider: Arc<dyn Provider>, store: Store) -> std::io::Result<Agent> {
+    pub fn new(
+        config: &Config,
+        provider: Arc<dyn Provider>,
+        store: Store,
+    ) -> std::io::Result<Agent> {
         Self::with_cron(config, provider, store, crate::cron::CronControl::default())
     }
 

@@ -1,5 +1,5 @@
 //! `hermes cron`: scheduled jobs from the shell — list, add, remove, pause, resume, run now.
-//! The running gateway picks changes up within 30 seconds.
+//! The running gateway picks changes up within 5 seconds.
 
 use std::process::ExitCode;
 
@@ -9,7 +9,9 @@ use jiff::tz::TimeZone;
 
 use super::{Outcome, emit, exit_code};
 use crate::config::Config;
-use crate::cron::jobs::{MAX_TIMEOUT_SECS, check_targets, describe, first_run, schedule_of};
+use crate::cron::jobs::{
+    MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, schedule_of,
+};
 use crate::store::{CronJob, Store};
 
 #[derive(Debug, Subcommand)]
@@ -49,7 +51,7 @@ pub enum CronAction {
     Pause { id: i64 },
     /// Resume a paused job from its next scheduled time.
     Resume { id: i64 },
-    /// Run a job once, now (the running gateway starts it within 30 seconds).
+    /// Run a job once, now (the running gateway starts it within 5 seconds).
     Run { id: i64 },
 }
 
@@ -86,21 +88,45 @@ async fn run(config: &Config, store: &Store, action: CronAction) -> Outcome {
                 out.push('\n');
                 if runs {
                     for r in store.cron_runs(j.id, 5).await.map_err(|e| e.to_string())? {
-                        let at = Timestamp::from_millisecond(r.scheduled_at).map(|t| t.to_string()).unwrap_or_default();
-                        let output: String = r.output.unwrap_or_default().chars().take(100).collect();
-                        out.push_str(&format!("    {at} {}: {}\n", r.status, output.replace('\n', " ")));
+                        let at = Timestamp::from_millisecond(r.scheduled_at)
+                            .map(|t| t.to_string())
+                            .unwrap_or_default();
+                        let output: String =
+                            r.output.unwrap_or_default().chars().take(100).collect();
+                        out.push_str(&format!(
+                            "    {at} {}: {}\n",
+                            r.status,
+                            output.replace('\n', " ")
+                        ));
                     }
                 }
             }
             emit(&out)
         }
-        CronAction::Add { schedule, prompt, name, deliver, timezone, skills, timeout } => {
-            let tz_name = timezone.or_else(|| config.agent.timezone.clone()).unwrap_or_else(|| "UTC".into());
-            let tz = TimeZone::get(&tz_name).map_err(|_| format!("unknown time zone `{tz_name}` (use an IANA name such as Europe/Berlin)"))?;
-            let (parsed, anchor, next) = first_run(&schedule, &tz, now).map_err(|e| e.to_string())?;
+        CronAction::Add {
+            schedule,
+            prompt,
+            name,
+            deliver,
+            timezone,
+            skills,
+            timeout,
+        } => {
+            let tz_name = timezone
+                .or_else(|| config.agent.timezone.clone())
+                .unwrap_or_else(|| "UTC".into());
+            let tz = TimeZone::get(&tz_name).map_err(|_| {
+                format!("unknown time zone `{tz_name}` (use an IANA name such as Europe/Berlin)")
+            })?;
+            let (parsed, anchor, next) =
+                first_run(&schedule, &tz, now).map_err(|e| e.to_string())?;
+            let schedule = pinned(&parsed, schedule);
             check_targets(&deliver)?;
             if deliver.iter().any(|d| d == "origin") {
-                return Err("`origin` only exists for jobs made in a chat; use a platform or platform:chat".into());
+                return Err(
+                    "`origin` only exists for jobs made in a chat; use a platform or platform:chat"
+                        .into(),
+                );
             }
             if !(1..=MAX_TIMEOUT_SECS).contains(&timeout) {
                 return Err(format!("--timeout must be 1 to {MAX_TIMEOUT_SECS} seconds"));
@@ -141,17 +167,32 @@ async fn run(config: &Config, store: &Store, action: CronAction) -> Outcome {
                 let schedule = schedule_of(&j).map_err(|e| e.to_string())?;
                 let now_t = Timestamp::from_millisecond(now).map_err(|e| e.to_string())?;
                 let anchor = Timestamp::from_millisecond(j.anchor_at).unwrap_or(now_t);
-                j.next_run_at = schedule.next_after(now_t, anchor).map(|t| t.as_millisecond());
+                j.next_run_at = schedule
+                    .next_after(now_t, anchor)
+                    .map(|t| t.as_millisecond());
             }
-            store.cron_update(j.clone()).await.map_err(|e| e.to_string())?;
-            emit(&format!("{}: {}\n", if resume { "Resumed" } else { "Paused" }, describe(&j)))
+            store
+                .cron_update(j.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            emit(&format!(
+                "{}: {}\n",
+                if resume { "Resumed" } else { "Paused" },
+                describe(&j)
+            ))
         }
         CronAction::Run { id } => {
             let mut j = job(store, id).await?;
             j.enabled = true;
             j.next_run_at = Some(now);
-            store.cron_update(j.clone()).await.map_err(|e| e.to_string())?;
-            emit(&format!("Job #{} is due now; the running gateway starts it within 30 seconds.\n", j.id))
+            store
+                .cron_update(j.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            emit(&format!(
+                "Job #{} is due now; the running gateway starts it within 5 seconds.\n",
+                j.id
+            ))
         }
     }
 }

@@ -19,7 +19,11 @@ pub fn schedule_of(job: &CronJob) -> Result<Schedule, ScheduleError> {
 }
 
 /// The first run of `schedule` created at `now`: (schedule, anchor, first run).
-pub fn first_run(text: &str, tz: &TimeZone, now_ms: i64) -> Result<(Schedule, i64, Option<i64>), ScheduleError> {
+pub fn first_run(
+    text: &str,
+    tz: &TimeZone,
+    now_ms: i64,
+) -> Result<(Schedule, i64, Option<i64>), ScheduleError> {
     let now = Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH);
     let schedule = Schedule::parse(text, now, tz)?;
     if let Schedule::Once(at) = &schedule
@@ -34,11 +38,23 @@ pub fn first_run(text: &str, tz: &TimeZone, now_ms: i64) -> Result<(Schedule, i6
     Ok((schedule, now_ms, next))
 }
 
+/// The schedule text to store: a one-off given as a delay (`30m`) becomes the instant it
+/// means, so it never moves however often it is read again.
+pub fn pinned(parsed: &Schedule, text: String) -> String {
+    match parsed {
+        Schedule::Once(at) => at.to_string(),
+        _ => text,
+    }
+}
+
 /// Check delivery targets: `origin`, `local`, a platform (its home channel), or
 /// `platform:chat[:thread]`.
 pub fn check_targets(targets: &[String]) -> Result<(), String> {
     if targets.is_empty() {
-        return Err("give at least one delivery target (origin, local, a platform, or platform:chat)".into());
+        return Err(
+            "give at least one delivery target (origin, local, a platform, or platform:chat)"
+                .into(),
+        );
     }
     for t in targets {
         if t == "origin" || t == "local" {
@@ -68,7 +84,12 @@ pub fn describe(job: &CronJob) -> String {
         (true, Some(ms)) => {
             let tz = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
             Timestamp::from_millisecond(ms)
-                .map(|t| format!("next {}", t.to_zoned_datetime(tz).strftime("%Y-%m-%d %H:%M %Z")))
+                .map(|t| {
+                    format!(
+                        "next {}",
+                        t.to_zoned_datetime(tz).strftime("%Y-%m-%d %H:%M %Z")
+                    )
+                })
                 .unwrap_or_default()
         }
     };
@@ -89,7 +110,14 @@ mod tests {
 
     #[test]
     fn targets_are_checked() {
-        let ok = ["origin", "local", "telegram", "telegram:-100", "slack:C1:123.4"].map(String::from);
+        let ok = [
+            "origin",
+            "local",
+            "telegram",
+            "telegram:-100",
+            "slack:C1:123.4",
+        ]
+        .map(String::from);
         assert!(check_targets(&ok).is_ok());
         for bad in ["", "icq", "cron", "telegram:", "telegram:a:b:c"] {
             assert!(check_targets(&[bad.to_owned()]).is_err(), "{bad}");
@@ -99,7 +127,10 @@ mod tests {
 
     #[test]
     fn past_one_off_times_are_refused() {
-        let now = "2026-11-29T10:00:00Z".parse::<Timestamp>().unwrap().as_millisecond();
+        let now = "2026-11-29T10:00:00Z"
+            .parse::<Timestamp>()
+            .unwrap()
+            .as_millisecond();
         let e = first_run("2026-11-01T10:00:00Z", &TimeZone::UTC, now).unwrap_err();
         assert!(e.reason.contains("in the past"));
         let (_, anchor, next) = first_run("every 1h", &TimeZone::UTC, now).unwrap();

@@ -146,7 +146,12 @@ impl fmt::Display for Schedule {
         match self {
             Schedule::Once(t) => write!(f, "once at {t}"),
             Schedule::Every(d) => write!(f, "every {}", humanize(*d)),
-            Schedule::Cron(c) => write!(f, "cron `{}` ({})", c.source, c.tz.iana_name().unwrap_or("local")),
+            Schedule::Cron(c) => write!(
+                f,
+                "cron `{}` ({})",
+                c.source,
+                c.tz.iana_name().unwrap_or("local")
+            ),
         }
     }
 }
@@ -161,17 +166,28 @@ fn humanize(d: Duration) -> String {
     }
 }
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
 const DAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 
 /// Parse one field into a bit set over `min..=max`.
-fn field(input: &str, text: &str, what: &str, min: u32, max: u32, names: &[&str]) -> Result<(u64, bool), ScheduleError> {
+fn field(
+    input: &str,
+    text: &str,
+    what: &str,
+    min: u32,
+    max: u32,
+    names: &[&str],
+) -> Result<(u64, bool), ScheduleError> {
     let value = |v: &str| -> Result<u32, ScheduleError> {
         let lower = v.to_ascii_lowercase();
         if let Some(i) = names.iter().position(|n| *n == lower) {
             return Ok(i as u32 + if what == "month" { 1 } else { 0 });
         }
-        let n: u32 = v.parse().map_err(|_| err(input, format!("`{v}` is not a valid {what}")))?;
+        let n: u32 = v
+            .parse()
+            .map_err(|_| err(input, format!("`{v}` is not a valid {what}")))?;
         let top = if what == "weekday" { 7 } else { max };
         if n < min || n > top {
             return Err(err(input, format!("{what} {n} is outside {min}-{top}")));
@@ -182,7 +198,12 @@ fn field(input: &str, text: &str, what: &str, min: u32, max: u32, names: &[&str]
     for part in text.split(',') {
         let (range, step) = match part.split_once('/') {
             Some((r, s)) => {
-                let step: u32 = s.parse().map_err(|_| err(input, format!("step `{s}` in the {what} field is not a number")))?;
+                let step: u32 = s.parse().map_err(|_| {
+                    err(
+                        input,
+                        format!("step `{s}` in the {what} field is not a number"),
+                    )
+                })?;
                 if step == 0 {
                     return Err(err(input, format!("step 0 in the {what} field")));
                 }
@@ -199,7 +220,10 @@ fn field(input: &str, text: &str, what: &str, min: u32, max: u32, names: &[&str]
             (v, if step > 1 { max } else { v })
         };
         if lo > hi {
-            return Err(err(input, format!("range {lo}-{hi} in the {what} field runs backwards")));
+            return Err(err(
+                input,
+                format!("range {lo}-{hi} in the {what} field runs backwards"),
+            ));
         }
         let mut v = lo;
         while v <= hi {
@@ -214,7 +238,10 @@ impl CronExpr {
     pub fn parse(source: &str, tz: TimeZone) -> Result<CronExpr, ScheduleError> {
         let f: Vec<&str> = source.split_whitespace().collect();
         let [m, h, dom, mon, dow] = f.as_slice() else {
-            return Err(err(source, "a cron expression has 5 fields: minute hour day month weekday"));
+            return Err(err(
+                source,
+                "a cron expression has 5 fields: minute hour day month weekday",
+            ));
         };
         let (minutes, _) = field(source, m, "minute", 0, 59, &[])?;
         let (hours, _) = field(source, h, "hour", 0, 23, &[])?;
@@ -263,7 +290,9 @@ impl CronExpr {
                         let civil = date.to_datetime(Time::constant(hour, minute, 0, 0));
                         // Compatible disambiguation: a gap moves forward, a fold takes the
                         // earlier instant.
-                        let Ok(z) = civil.to_zoned_datetime(self.tz.clone()) else { continue };
+                        let Ok(z) = civil.to_zoned_datetime(self.tz.clone()) else {
+                            continue;
+                        };
                         let t = z.timestamp();
                         if t > after {
                             return Some(t);

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::clock::CronControl;
-use super::jobs::{MAX_TIMEOUT_SECS, check_targets, describe, first_run, schedule_of};
+use super::jobs::{MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, schedule_of};
 use crate::store::{CronJob, JobOrigin, Store};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -96,20 +96,30 @@ impl CronTool {
     }
 
     async fn job(&self, id: Option<i64>, owner: &str) -> Result<CronJob, ToolError> {
-        let id = id.ok_or_else(|| ToolError::InvalidArguments("`id` is required (see action list)".into()))?;
+        let id = id.ok_or_else(|| {
+            ToolError::InvalidArguments("`id` is required (see action list)".into())
+        })?;
         match self.store.cron_get(id).await.map_err(failed)? {
             Some(j) if j.owner.as_deref() == Some(owner) => Ok(j),
-            _ => Err(ToolError::Failed(format!("there is no job #{id} of yours; action list shows them"))),
+            _ => Err(ToolError::Failed(format!(
+                "there is no job #{id} of yours; action list shows them"
+            ))),
         }
     }
 
     async fn create(&self, a: Args, ctx: &ToolContext) -> Result<String, ToolError> {
-        let schedule = a.schedule.ok_or_else(|| ToolError::InvalidArguments("`schedule` is required".into()))?;
-        let prompt = a.prompt.filter(|p| !p.trim().is_empty()).ok_or_else(|| ToolError::InvalidArguments("`prompt` is required".into()))?;
+        let schedule = a
+            .schedule
+            .ok_or_else(|| ToolError::InvalidArguments("`schedule` is required".into()))?;
+        let prompt = a
+            .prompt
+            .filter(|p| !p.trim().is_empty())
+            .ok_or_else(|| ToolError::InvalidArguments("`prompt` is required".into()))?;
         let tz_name = a.timezone.unwrap_or_else(|| self.default_tz.clone());
         let tz = zone(&tz_name)?;
-        let (parsed, anchor, next) =
-            first_run(&schedule, &tz, self.control.clock.now_ms()).map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let (parsed, anchor, next) = first_run(&schedule, &tz, self.control.clock.now_ms())
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        let schedule = pinned(&parsed, schedule);
         let deliver = a.deliver.unwrap_or_else(|| vec!["origin".into()]);
         check_targets(&deliver).map_err(ToolError::InvalidArguments)?;
         let origin = ctx.chat.as_ref().map(|c| JobOrigin {
@@ -120,7 +130,9 @@ impl CronTool {
             user: c.user.clone(),
         });
         if origin.is_none() && deliver.iter().any(|d| d == "origin") {
-            return Err(ToolError::InvalidArguments("there is no chat here to deliver to; give `deliver` targets".into()));
+            return Err(ToolError::InvalidArguments(
+                "there is no chat here to deliver to; give `deliver` targets".into(),
+            ));
         }
         let job = CronJob {
             id: 0,
@@ -169,9 +181,12 @@ impl CronTool {
         if a.schedule.is_some() || a.timezone.is_some() {
             let tz_name = a.timezone.unwrap_or_else(|| job.timezone.clone());
             let schedule = a.schedule.unwrap_or_else(|| job.schedule.clone());
-            let (_, anchor, next) = first_run(&schedule, &zone(&tz_name)?, self.control.clock.now_ms())
-                .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-            (job.schedule, job.timezone, job.anchor_at, job.next_run_at) = (schedule, tz_name, anchor, next);
+            let (parsed, anchor, next) =
+                first_run(&schedule, &zone(&tz_name)?, self.control.clock.now_ms())
+                    .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+            let schedule = pinned(&parsed, schedule);
+            (job.schedule, job.timezone, job.anchor_at, job.next_run_at) =
+                (schedule, tz_name, anchor, next);
         }
         self.store.cron_update(job.clone()).await.map_err(failed)?;
         self.control.wake.notify_one();
@@ -184,13 +199,19 @@ fn failed(e: crate::store::StoreError) -> ToolError {
 }
 
 fn zone(name: &str) -> Result<TimeZone, ToolError> {
-    TimeZone::get(name).map_err(|_| ToolError::InvalidArguments(format!("unknown time zone `{name}` (use an IANA name such as Europe/Berlin)")))
+    TimeZone::get(name).map_err(|_| {
+        ToolError::InvalidArguments(format!(
+            "unknown time zone `{name}` (use an IANA name such as Europe/Berlin)"
+        ))
+    })
 }
 
 fn timeout(secs: Option<u64>) -> Result<u64, ToolError> {
     match secs.unwrap_or(600) {
         s @ 1..=MAX_TIMEOUT_SECS => Ok(s),
-        s => Err(ToolError::InvalidArguments(format!("timeout_secs must be 1 to {MAX_TIMEOUT_SECS}, not {s}"))),
+        s => Err(ToolError::InvalidArguments(format!(
+            "timeout_secs must be 1 to {MAX_TIMEOUT_SECS}, not {s}"
+        ))),
     }
 }
 
@@ -217,14 +238,20 @@ impl Tool for CronTool {
                 let mut job = self.job(a.id, &owner).await?;
                 job.enabled = matches!(a.action, Action::Resume);
                 if job.enabled {
-                    let now = jiff::Timestamp::from_millisecond(self.control.clock.now_ms()).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+                    let now = jiff::Timestamp::from_millisecond(self.control.clock.now_ms())
+                        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
                     let anchor = jiff::Timestamp::from_millisecond(job.anchor_at).unwrap_or(now);
-                    let schedule = schedule_of(&job).map_err(|e| ToolError::Failed(e.to_string()))?;
+                    let schedule =
+                        schedule_of(&job).map_err(|e| ToolError::Failed(e.to_string()))?;
                     job.next_run_at = schedule.next_after(now, anchor).map(|t| t.as_millisecond());
                 }
                 self.store.cron_update(job.clone()).await.map_err(failed)?;
                 self.control.wake.notify_one();
-                Ok(format!("{}: {}", if job.enabled { "Resumed" } else { "Paused" }, describe(&job)))
+                Ok(format!(
+                    "{}: {}",
+                    if job.enabled { "Resumed" } else { "Paused" },
+                    describe(&job)
+                ))
             }
             Action::Remove => {
                 let job = self.job(a.id, &owner).await?;
@@ -237,7 +264,10 @@ impl Tool for CronTool {
                 job.enabled = true;
                 self.store.cron_update(job.clone()).await.map_err(failed)?;
                 self.control.wake.notify_one();
-                Ok(format!("Job #{} runs now; its output follows as usual.", job.id))
+                Ok(format!(
+                    "Job #{} runs now; its output follows as usual.",
+                    job.id
+                ))
             }
         }
     }

@@ -22,16 +22,28 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
         .await?
         .into_iter()
         .find(|j| j.name == CURATION);
-    let wanted = shared.config.cron.skill_curation.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let wanted = shared
+        .config
+        .cron
+        .skill_curation
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     match (existing, wanted) {
         (Some(job), None) => {
             shared.store.cron_delete(job.id).await?;
         }
         (Some(job), Some(schedule)) if job.schedule == schedule => {}
         (existing, Some(schedule)) => {
-            let tz_name = shared.config.agent.timezone.clone().unwrap_or_else(|| "UTC".into());
+            let tz_name = shared
+                .config
+                .agent
+                .timezone
+                .clone()
+                .unwrap_or_else(|| "UTC".into());
             let tz = TimeZone::get(&tz_name).unwrap_or(TimeZone::UTC);
-            let (_, anchor, next) = match first_run(schedule, &tz, shared.agent.cron.clock.now_ms()) {
+            let (_, anchor, next) = match first_run(schedule, &tz, shared.agent.cron.clock.now_ms())
+            {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(error = %e, "cron.skill_curation: invalid schedule; the curation job is off");

@@ -25,17 +25,33 @@ pub(crate) struct Home {
 }
 
 pub(crate) async fn home(shared: &Shared, platform: Platform) -> Option<Home> {
-    let raw = shared.store.setting("home", platform.as_str()).await.ok()??;
+    let raw = shared
+        .store
+        .setting("home", platform.as_str())
+        .await
+        .ok()??;
     serde_json::from_str(&raw).ok()
 }
 
-pub(crate) async fn set_home(shared: &Shared, platform: Platform, home: &Home) -> Result<(), crate::store::StoreError> {
-    let json = serde_json::to_string(home).map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?;
-    shared.store.set_setting("home", platform.as_str(), &json).await
+pub(crate) async fn set_home(
+    shared: &Shared,
+    platform: Platform,
+    home: &Home,
+) -> Result<(), crate::store::StoreError> {
+    let json = serde_json::to_string(home)
+        .map_err(|e| crate::store::StoreError::Corrupt(e.to_string()))?;
+    shared
+        .store
+        .set_setting("home", platform.as_str(), &json)
+        .await
 }
 
 /// Where `target` points: `None` for `local`; an error text when it cannot be resolved.
-async fn resolve(shared: &Shared, job: &CronJob, target: &str) -> Result<Option<(Platform, ChatId, Option<ThreadId>)>, String> {
+async fn resolve(
+    shared: &Shared,
+    job: &CronJob,
+    target: &str,
+) -> Result<Option<(Platform, ChatId, Option<ThreadId>)>, String> {
     match target {
         "local" => Ok(None),
         "origin" => job
@@ -45,7 +61,11 @@ async fn resolve(shared: &Shared, job: &CronJob, target: &str) -> Result<Option<
             .ok_or_else(|| "the job has no origin chat".to_owned()),
         t => {
             let mut parts = t.splitn(3, ':');
-            let platform: Platform = parts.next().unwrap_or_default().parse().map_err(|e: String| e)?;
+            let platform: Platform = parts
+                .next()
+                .unwrap_or_default()
+                .parse()
+                .map_err(|e: String| e)?;
             match (parts.next(), parts.next()) {
                 (Some(chat), thread) => Ok(Some((platform, chat.into(), thread.map(Into::into)))),
                 (None, _) => home(shared, platform)
@@ -62,22 +82,36 @@ async fn prompt(shared: &Shared, job: &CronJob) -> String {
     let mut text = String::new();
     if !job.skills.is_empty() {
         let sources = crate::skills::SkillSources::for_home(&shared.config.home);
-        let library = tokio::task::spawn_blocking(move || crate::skills::SkillLibrary::load(&sources)).await.ok();
+        let library =
+            tokio::task::spawn_blocking(move || crate::skills::SkillLibrary::load(&sources))
+                .await
+                .ok();
         for name in &job.skills {
             match library.as_ref().and_then(|l| l.get(name)) {
-                Some(skill) => text.push_str(&format!("<skill name=\"{name}\">\n{}\n</skill>\n\n", skill.body.trim())),
-                None => text.push_str(&format!("[The skill \"{name}\" this job asks for is not available.]\n\n")),
+                Some(skill) => text.push_str(&format!(
+                    "<skill name=\"{name}\">\n{}\n</skill>\n\n",
+                    skill.body.trim()
+                )),
+                None => text.push_str(&format!(
+                    "[The skill \"{name}\" this job asks for is not available.]\n\n"
+                )),
             }
         }
     }
-    text.push_str(&format!("[Scheduled job #{} \"{}\" ({})]\n{}", job.id, job.name, job.schedule, job.prompt));
+    text.push_str(&format!(
+        "[Scheduled job #{} \"{}\" ({})]\n{}",
+        job.id, job.name, job.schedule, job.prompt
+    ));
     text
 }
 
 /// Run job `job` (claimed as run `run_id` for `scheduled`) and store its output and deliveries.
 pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, scheduled: i64) {
     let key = match (&job.origin, job.in_origin_session) {
-        (Some(o), true) => o.session_key.parse().unwrap_or_else(|_| SessionKey::direct(Platform::Cron, job.id.to_string())),
+        (Some(o), true) => o
+            .session_key
+            .parse()
+            .unwrap_or_else(|_| SessionKey::direct(Platform::Cron, job.id.to_string())),
         _ => SessionKey::direct(Platform::Cron, job.id.to_string()),
     };
     let (status, output, deliver) = match shared.store.session_active(&key).await {
@@ -109,7 +143,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
                     user: o.user.clone(),
                 }),
             };
-            let turn = tokio::time::timeout(Duration::from_secs(job.timeout_secs), shared.agent.run_turn(input)).await;
+            let turn = tokio::time::timeout(
+                Duration::from_secs(job.timeout_secs),
+                shared.agent.run_turn(input),
+            )
+            .await;
             let outcome = match turn {
                 Err(_) => {
                     control.stop.cancel();
@@ -124,7 +162,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
             };
             match outcome {
                 Ok(text) => {
-                    if let Err(e) = shared.store.append_messages(session.id, vec![ChatMessage::assistant(text.clone())]).await {
+                    if let Err(e) = shared
+                        .store
+                        .append_messages(session.id, vec![ChatMessage::assistant(text.clone())])
+                        .await
+                    {
                         tracing::warn!(job = job.id, error = %e, "cannot store the job's answer in its session");
                     }
                     if text.contains("[SILENT]") {
@@ -141,7 +183,10 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
         }
     };
     let body = match status {
-        "failed" => format!("⚠️ Scheduled job #{} ({}) failed: {output}", job.id, job.name),
+        "failed" => format!(
+            "⚠️ Scheduled job #{} ({}) failed: {output}",
+            job.id, job.name
+        ),
         _ => format!("⏰ {}\n\n{output}", job.name),
     };
     let mut replies = Vec::new();
@@ -168,13 +213,19 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
         stored.push_str(&format!("\n\n[not delivered to: {}]", notes.join("; ")));
     }
     let has_replies = !replies.is_empty();
-    match shared.store.cron_finish(run_id, status, stored, replies).await {
+    match shared
+        .store
+        .cron_finish(run_id, status, stored, replies)
+        .await
+    {
         Ok(()) => {
             tracing::info!(job = job.id, run = run_id, status, "scheduled job finished");
             if has_replies {
                 shared.outbox_signal.notify_one();
             }
         }
-        Err(e) => tracing::error!(job = job.id, run = run_id, error = %e, "cannot store the job's output"),
+        Err(e) => {
+            tracing::error!(job = job.id, run = run_id, error = %e, "cannot store the job's output")
+        }
     }
 }

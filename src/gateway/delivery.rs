@@ -110,7 +110,14 @@ pub fn user_content(msg: &Message) -> String {
 /// Outbox rows for `text` in reply to `to`: chunked to the platform's limit, threaded, and in
 /// groups replying to the message that asked. `key` makes the rows idempotent.
 pub fn replies(shared: &Shared, to: &Message, text: &str, key: &str) -> Vec<(Platform, Outbound)> {
-    let mut rows = to_chat(shared, to.platform, &to.chat.id, to.thread.as_ref(), text, key);
+    let mut rows = to_chat(
+        shared,
+        to.platform,
+        &to.chat.id,
+        to.thread.as_ref(),
+        text,
+        key,
+    );
     if to.chat.kind != ChatKind::Direct
         && let Some((_, first)) = rows.first_mut()
     {

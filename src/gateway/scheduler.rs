@@ -13,13 +13,17 @@ use super::cron_run;
 use crate::cron::jobs::schedule_of;
 use crate::store::CronJob;
 
-/// Longest sleep between two looks at the jobs (jobs added from the shell are seen this late).
-const MAX_IDLE: Duration = Duration::from_secs(30);
+/// Longest sleep between two looks at the jobs (jobs added from the shell are seen this late;
+/// the look is one indexed query).
+const MAX_IDLE: Duration = Duration::from_secs(5);
 
 pub(crate) async fn run(shared: Arc<Shared>) {
     match shared.store.cron_mark_interrupted().await {
         Ok(0) => {}
-        Ok(n) => tracing::warn!(runs = n, "scheduled runs were interrupted by the last stop; marked failed"),
+        Ok(n) => tracing::warn!(
+            runs = n,
+            "scheduled runs were interrupted by the last stop; marked failed"
+        ),
         Err(e) => tracing::error!(error = %e, "cannot read scheduled runs"),
     }
     if let Err(e) = super::cron_builtin::ensure(&shared).await {
@@ -38,7 +42,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             Err(e) => tracing::error!(error = %e, "cannot read scheduled jobs"),
         }
         let wait = match shared.store.cron_next_due().await {
-            Ok(Some(at)) => Duration::from_millis((at - control.clock.now_ms()).clamp(0, MAX_IDLE.as_millis() as i64) as u64),
+            Ok(Some(at)) => Duration::from_millis(
+                (at - control.clock.now_ms()).clamp(0, MAX_IDLE.as_millis() as i64) as u64,
+            ),
             _ => MAX_IDLE,
         };
         tokio::select! {
@@ -51,7 +57,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 
 /// Claim and start the due run of `job`, or skip it if it was missed by too much.
 async fn start(shared: &Arc<Shared>, job: CronJob, now: i64) {
-    let Some(scheduled) = job.next_run_at else { return };
+    let Some(scheduled) = job.next_run_at else {
+        return;
+    };
     let schedule = match schedule_of(&job) {
         Ok(s) => s,
         Err(e) => {
@@ -64,10 +72,15 @@ async fn start(shared: &Arc<Shared>, job: CronJob, now: i64) {
     };
     let anchor = Timestamp::from_millisecond(job.anchor_at).unwrap_or(Timestamp::UNIX_EPOCH);
     let after = Timestamp::from_millisecond(now.max(scheduled)).unwrap_or(anchor);
-    let next = schedule.next_after(after, anchor).map(|t| t.as_millisecond());
+    let next = schedule
+        .next_after(after, anchor)
+        .map(|t| t.as_millisecond());
     let late_ms = now - scheduled;
     if late_ms > shared.config.cron.missed_grace_secs as i64 * 1000 {
-        let why = format!("missed: the daemon was down when it was due ({} min late)", late_ms / 60_000);
+        let why = format!(
+            "missed: the daemon was down when it was due ({} min late)",
+            late_ms / 60_000
+        );
         tracing::warn!(job = job.id, "{why}; skipped");
         if let Err(e) = shared.store.cron_skip(job.id, scheduled, next, why).await {
             tracing::error!(job = job.id, error = %e, "cannot record a skipped run");

@@ -74,7 +74,9 @@ fn job(r: &rusqlite::Row<'_>) -> rusqlite::Result<CronJob> {
         prompt: r.get(4)?,
         skills: serde_json::from_str(&json(5)?).unwrap_or_default(),
         in_origin_session: r.get::<_, String>(6)? == "origin",
-        origin: r.get::<_, Option<String>>(7)?.and_then(|o| serde_json::from_str(&o).ok()),
+        origin: r
+            .get::<_, Option<String>>(7)?
+            .and_then(|o| serde_json::from_str(&o).ok()),
         owner: r.get(8)?,
         deliver: serde_json::from_str(&json(9)?).unwrap_or_default(),
         enabled: r.get(10)?,
@@ -172,8 +174,12 @@ impl Store {
 
     pub async fn cron_get(&self, id: i64) -> Result<Option<CronJob>> {
         self.call(move |c| {
-            Ok(c.query_row(&format!("SELECT {JOB_COLUMNS} FROM cron_jobs WHERE id = ?1"), [id], job)
-                .optional()?)
+            Ok(c.query_row(
+                &format!("SELECT {JOB_COLUMNS} FROM cron_jobs WHERE id = ?1"),
+                [id],
+                job,
+            )
+            .optional()?)
         })
         .await
     }
@@ -184,7 +190,9 @@ impl Store {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {JOB_COLUMNS} FROM cron_jobs WHERE ?1 IS NULL OR owner = ?1 ORDER BY id"
             ))?;
-            Ok(stmt.query_map([owner], job)?.collect::<rusqlite::Result<_>>()?)
+            Ok(stmt
+                .query_map([owner], job)?
+                .collect::<rusqlite::Result<_>>()?)
         })
         .await
     }
@@ -220,7 +228,12 @@ impl Store {
 
     /// Claim the run of `job` at `scheduled`, moving the job on to `next`. `None` if that
     /// scheduled time was claimed before (it never runs twice).
-    pub async fn cron_claim(&self, job_id: i64, scheduled: i64, next: Option<i64>) -> Result<Option<i64>> {
+    pub async fn cron_claim(
+        &self,
+        job_id: i64,
+        scheduled: i64,
+        next: Option<i64>,
+    ) -> Result<Option<i64>> {
         self.call(move |c| {
             let tx = c.transaction()?;
             let now = now_millis();
@@ -242,7 +255,13 @@ impl Store {
     }
 
     /// Record a run that did not happen (missed while the daemon was down) and move on.
-    pub async fn cron_skip(&self, job_id: i64, scheduled: i64, next: Option<i64>, why: String) -> Result<()> {
+    pub async fn cron_skip(
+        &self,
+        job_id: i64,
+        scheduled: i64,
+        next: Option<i64>,
+        why: String,
+    ) -> Result<()> {
         self.call(move |c| {
             let tx = c.transaction()?;
             let now = now_millis();

@@ -101,7 +101,11 @@ pub fn builtin(
         .clone()
         .or_else(|| jiff::tz::TimeZone::system().iana_name().map(str::to_owned))
         .unwrap_or_else(|| "UTC".to_owned());
-    r.register(Arc::new(crate::cron::CronTool::new(store.clone(), cron.clone(), default_tz)));
+    r.register(Arc::new(crate::cron::CronTool::new(
+        store.clone(),
+        cron.clone(),
+        default_tz,
+    )));
     Ok(r)
 }
 
