@@ -44,8 +44,10 @@ async fn in_process() -> InProcess {
     let tg = FakeTelegram::start(TOKEN).await;
     let llm = FakeLlm::start().await;
     let home = tempfile::tempdir().unwrap();
-    let mut config = Config::default();
-    config.home = home.path().to_owned();
+    let mut config = Config {
+        home: home.path().to_owned(),
+        ..Default::default()
+    };
     config.llm.base_url = llm.base_url();
     config.llm.api_key = Secret::new("sk-test");
     config.telegram.allowed_users = vec![ALICE.to_string()];
