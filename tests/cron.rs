@@ -321,3 +321,23 @@ async fn the_cli_refuses_bad_schedules_and_targets_clearly() {
     assert!(status.success());
     assert_eq!(out, "No scheduled jobs.\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skill_curation_job_exists_when_configured() {
+    let mut w = World::new("[cron]\nskill_curation = \"0 3 * * 0\"\n").await;
+    let daemon = w.start().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let (_, out, _) = w.run(&["cron", "list"]);
+        if out.contains("skill-curation — `0 3 * * 0`") {
+            assert!(out.contains("to local"), "{out}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no curation job: {out}\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
