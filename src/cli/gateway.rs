@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, Reloader};
 use crate::store::Store;
 
 /// The adapters the configuration enables (and this build includes).
@@ -40,7 +40,7 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
     Ok(adapters)
 }
 
-pub(super) async fn gateway(config: Config) -> ExitCode {
+pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) -> ExitCode {
     let provider = match super::provider(&config) {
         Ok(p) => p,
         Err(code) => return code,
@@ -73,11 +73,33 @@ pub(super) async fn gateway(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let gateway = Gateway::new(config, store, agent, adapters);
+    let (reload_tx, reload_rx) = tokio::sync::mpsc::channel(1);
+    let reloader = Reloader {
+        load: Box::new(move || {
+            super::load_config(path.as_deref()).map_err(|e| format!("configuration error: {e}"))
+        }),
+        adapters: Box::new(self::adapters),
+        signal: reload_rx,
+    };
+    let gateway = Gateway::new(config, store, agent, adapters).with_reloader(reloader);
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
+    tokio::spawn(watch_reload(reload_tx));
     gateway.run(shutdown).await;
     ExitCode::SUCCESS
+}
+
+/// Each SIGHUP asks for a configuration reload (several quick ones coalesce).
+async fn watch_reload(reload: tokio::sync::mpsc::Sender<()>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot install the SIGHUP handler; reloads are unavailable");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        tracing::info!("SIGHUP received");
+        let _ = reload.try_send(());
+    }
 }
 
 /// First SIGINT/SIGTERM: graceful shutdown. A second one: exit at once (work is stored and

@@ -20,6 +20,9 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("HERMES_ALLOW_ALL_USERS") {
         config.gateway.allow_all_users = boolean("HERMES_ALLOW_ALL_USERS", &v)?;
     }
+    if let Some(v) = env.var("HERMES_ADMIN_LISTEN") {
+        config.admin.listen = v.trim().to_owned();
+    }
     if let Some(v) = env.var("TELEGRAM_BOT_TOKEN") {
         config.telegram.bot_token = Secret::new(v.trim());
     }

@@ -140,6 +140,12 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
         parsed.telegram.poll_timeout_secs,
         defaults.telegram.poll_timeout_secs
     );
+    assert_eq!(parsed.admin, defaults.admin);
+    assert_eq!(parsed.retention, defaults.retention);
+    assert_eq!(
+        parsed.gateway.outage_patience_minutes,
+        defaults.gateway.outage_patience_minutes
+    );
     parsed.validate().unwrap();
 }
 

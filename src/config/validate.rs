@@ -21,6 +21,15 @@ impl Config {
                 );
             }
         }
+        if self.admin.enabled && self.admin.listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(
+                "admin.listen",
+                format!(
+                    "`{}` is not an address with a port (for example \"127.0.0.1:8790\")",
+                    self.admin.listen
+                ),
+            );
+        }
         if self.llm.model.trim().is_empty() {
             return bad(
                 "llm.model",
@@ -52,6 +61,9 @@ impl Config {
         }
         if self.gateway.max_concurrent_turns == 0 {
             return bad("gateway.max_concurrent_turns", "must be at least 1".into());
+        }
+        if !(self.gateway.session_idle_minutes > 0.0) {
+            return bad("gateway.session_idle_minutes", "must be above 0".into());
         }
         if self.gateway.send_max_attempts == 0 {
             return bad("gateway.send_max_attempts", "must be at least 1".into());
