@@ -62,7 +62,7 @@ impl Config {
         if self.gateway.max_concurrent_turns == 0 {
             return bad("gateway.max_concurrent_turns", "must be at least 1".into());
         }
-        if !(self.gateway.session_idle_minutes > 0.0) {
+        if self.gateway.session_idle_minutes.is_nan() || self.gateway.session_idle_minutes <= 0.0 {
             return bad("gateway.session_idle_minutes", "must be above 0".into());
         }
         if self.gateway.send_max_attempts == 0 {

@@ -62,7 +62,7 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
                 .cron_create(CronJob {
                     id: 0,
                     name: CURATION.into(),
-                    schedule: schedule.into(),
+                    schedule,
                     timezone: tz_name,
                     prompt: CURATION_PROMPT.into(),
                     skills: Vec::new(),

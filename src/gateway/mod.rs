@@ -107,7 +107,7 @@ impl Gateway {
             }
         }
         let pool = SessionPool::new(config.gateway.max_concurrent_turns);
-        let _ = notify::status("starting");
+        notify::status("starting");
         let shared = Arc::new(Shared {
             adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
             authz: RwLock::new(Arc::new(authz)),

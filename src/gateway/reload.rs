@@ -14,12 +14,15 @@ use super::supervisor::Supervisors;
 use super::{Authorizer, Shared, notify, status};
 use crate::config::Config;
 
+/// Builds the adapters a configuration enables.
+pub type AdapterFactory = dyn Fn(&Config) -> Result<Vec<Arc<dyn Adapter>>, String> + Send + Sync;
+
 /// How to load the configuration again and build the adapters it names.
 pub struct Reloader {
     /// Read and validate the configuration file and environment.
     pub load: Box<dyn Fn() -> Result<Config, String> + Send + Sync>,
     /// The adapters a configuration enables.
-    pub adapters: Box<dyn Fn(&Config) -> Result<Vec<Arc<dyn Adapter>>, String> + Send + Sync>,
+    pub adapters: Box<AdapterFactory>,
     /// One `()` per reload request.
     pub signal: tokio::sync::mpsc::Receiver<()>,
 }
