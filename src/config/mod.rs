@@ -11,6 +11,7 @@ mod error;
 mod llm;
 mod secret;
 mod sessions;
+mod slack;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
+pub use slack::SlackConfig;
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -48,6 +50,7 @@ pub struct Config {
     pub cron: CronConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
+    pub slack: SlackConfig,
 }
 
 /// The agent's turn loop.
