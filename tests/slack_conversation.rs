@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::fake_llm::{RecordedRequest, Reply};
-use support::fake_slack::{ALICE, BOB, CHANNEL, MALLORY, Posted, SIGNING_SECRET, dm_channel, now_unix, sign};
+use support::fake_slack::{
+    ALICE, BOB, CHANNEL, MALLORY, Posted, SIGNING_SECRET, dm_channel, now_unix, sign,
+};
 use support::slack_world::{Mode, SlackWorld};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -87,9 +89,13 @@ fn user_texts(req: &RecordedRequest) -> Vec<String> {
 async fn mention_is_answered_in_its_thread(mode: Mode) {
     let mut sw = SlackWorld::new("", mode).await;
     let _daemon = sw.start().await;
-    let (chatter, _) = sw.slack.channel_event(CHANNEL, ALICE, "lunch at noon?", None);
+    let (chatter, _) = sw
+        .slack
+        .channel_event(CHANNEL, ALICE, "lunch at noon?", None);
     deliver(&sw, &chatter).await;
-    let (mention, ts) = sw.slack.mention_event(CHANNEL, ALICE, "what do you think", None);
+    let (mention, ts) = sw
+        .slack
+        .mention_event(CHANNEL, ALICE, "what do you think", None);
     deliver(&sw, &mention).await;
     let posted = sw.slack.wait_posted(1, WAIT).await;
     assert_eq!(posted[0].channel, CHANNEL);
@@ -108,10 +114,7 @@ async fn mention_is_answered_in_its_thread(mode: Mode) {
     let seen = user_texts(&reqs[1]);
     assert_eq!(
         seen,
-        [
-            "Alice: what do you think",
-            "Bob: and what about tomorrow?"
-        ],
+        ["Alice: what do you think", "Bob: and what about tomorrow?"],
         "the thread is one conversation shared by its participants"
     );
 }
@@ -144,7 +147,9 @@ async fn unlisted_user_gets_no_llm_call() {
 async fn the_same_event_three_times_is_answered_once_in_socket_mode() {
     let mut sw = SlackWorld::new("", Mode::Socket).await;
     let _daemon = sw.start().await;
-    let (cb, _) = sw.slack.mention_event(CHANNEL, ALICE, "only once please", None);
+    let (cb, _) = sw
+        .slack
+        .mention_event(CHANNEL, ALICE, "only once please", None);
     // The app_mention and the message event of one message, then a redelivery.
     let mut as_message = cb.clone();
     as_message["event"]["type"] = json!("message");
@@ -170,7 +175,10 @@ async fn events_api_rejects_bad_signatures_and_stale_timestamps_and_dedupes_retr
     let events = sw.events();
     // url_verification is answered with its challenge.
     let (status, body, _) = events
-        .post_json(&json!({"token": "t", "challenge": "abc123", "type": "url_verification"}), None)
+        .post_json(
+            &json!({"token": "t", "challenge": "abc123", "type": "url_verification"}),
+            None,
+        )
         .await;
     assert_eq!((status, body.contains("abc123")), (200, true), "{body}");
 
@@ -205,7 +213,11 @@ async fn events_api_rejects_bad_signatures_and_stale_timestamps_and_dedupes_retr
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(sw.slack.posted().len(), 2, "{:?}", sw.slack.posted());
     let reqs = sw.w.llm.requests();
-    assert_eq!(reqs.len(), 2, "the forged and stale requests stored nothing");
+    assert_eq!(
+        reqs.len(),
+        2,
+        "the forged and stale requests stored nothing"
+    );
     assert!(!user_texts(&reqs[0]).iter().any(|t| t.contains("forged")));
 }
 
@@ -227,7 +239,11 @@ async fn approval_only_from_the_asked_user(mode: Mode) {
     let (mention, ts) = sw.slack.mention_event(CHANNEL, ALICE, "run it", None);
     deliver(&sw, &mention).await;
     let request = sw.slack.wait_posted(1, WAIT).await.remove(0);
-    assert!(request.text.contains("Permission needed"), "{}", request.text);
+    assert!(
+        request.text.contains("Permission needed"),
+        "{}",
+        request.text
+    );
     assert_eq!(request.thread_ts.as_deref(), Some(ts.as_str()));
     let buttons = request.buttons();
     assert_eq!(buttons.len(), 4, "{buttons:?}");

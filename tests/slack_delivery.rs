@@ -25,7 +25,10 @@ async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
             "Paragraph {i}: the quick brown fox jumps over the lazy dog again and again.\n\n"
         ));
     }
-    answer.push_str(&format!("```rust\nfn main() {{\n{}\n}}\n```\n\n", code.join("\n")));
+    answer.push_str(&format!(
+        "```rust\nfn main() {{\n{}\n}}\n```\n\n",
+        code.join("\n")
+    ));
     while answer.chars().count() < 12_000 {
         answer.push_str("Closing words to make it long enough. ");
     }
@@ -38,18 +41,39 @@ async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
         .slack
         .wait(WAIT, "the sentinel's answer", |f| {
             let p = f.posted();
-            p.last().is_some_and(|m| m.text == "echo: sentinel").then_some(p)
+            p.last()
+                .is_some_and(|m| m.text == "echo: sentinel")
+                .then_some(p)
         })
         .await;
     posted.pop();
-    assert!(posted.len() >= 3, "12,000 characters need at least 3 messages");
+    assert!(
+        posted.len() >= 3,
+        "12,000 characters need at least 3 messages"
+    );
     for m in &posted {
-        assert!(m.text.chars().count() <= 4100, "chunk of {} chars", m.text.chars().count());
-        assert_eq!(m.text.matches("```").count() % 2, 0, "a code fence was split: {}", m.text);
+        assert!(
+            m.text.chars().count() <= 4100,
+            "chunk of {} chars",
+            m.text.chars().count()
+        );
+        assert_eq!(
+            m.text.matches("```").count() % 2,
+            0,
+            "a code fence was split: {}",
+            m.text
+        );
         assert_eq!(m.channel, dm_channel(ALICE));
     }
-    assert!(posted[0].text.starts_with("Here is *the plan*."), "mrkdwn bold");
-    let all: String = posted.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n");
+    assert!(
+        posted[0].text.starts_with("Here is *the plan*."),
+        "mrkdwn bold"
+    );
+    let all: String = posted
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut from = 0;
     for line in &code {
         let at = all[from..]
@@ -77,8 +101,7 @@ async fn rejected_blocks_are_resent_as_plain_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_429_is_waited_out_then_sent_once() {
     let mut sw = SlackWorld::new("", Mode::Socket).await;
-    sw.slack
-        .fail_next("chat.postMessage", Fault::RetryAfter(2));
+    sw.slack.fail_next("chat.postMessage", Fault::RetryAfter(2));
     let _daemon = sw.start().await;
     sw.slack.dm(ALICE, "hi");
     let posted = sw.slack.wait_posted(1, WAIT).await;
@@ -126,14 +149,18 @@ async fn a_silent_socket_is_replaced_and_reported() {
     assert_eq!(posted[0].text, "echo: are you there?");
     let log = daemon.log();
     assert!(log.contains("received nothing for 5s"), "{log}");
-    assert!(log.contains("listener failed"), "reported as a failure: {log}");
+    assert!(
+        log.contains("listener failed"),
+        "reported as a failure: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_turn_answers_exactly_once_after_restart() {
     let mut sw = SlackWorld::new("", Mode::Socket).await;
     let gate = Gate::new();
-    sw.w.llm.push(Reply::text("never delivered").after(gate.clone()));
+    sw.w.llm
+        .push(Reply::text("never delivered").after(gate.clone()));
     let mut daemon = sw.start().await;
     let sent = sw.slack.dm(ALICE, "survive this");
     sw.slack.wait_acked(&sent.envelope_id, WAIT).await;

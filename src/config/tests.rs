@@ -143,7 +143,10 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     assert_eq!(parsed.slack.events_listen, defaults.slack.events_listen);
     assert_eq!(parsed.slack.api_url, defaults.slack.api_url);
     assert_eq!(parsed.slack.reply_in_thread, defaults.slack.reply_in_thread);
-    assert_eq!(parsed.slack.socket_idle_secs, defaults.slack.socket_idle_secs);
+    assert_eq!(
+        parsed.slack.socket_idle_secs,
+        defaults.slack.socket_idle_secs
+    );
     parsed.validate().unwrap();
 }
 
@@ -163,8 +166,11 @@ fn slack_comes_from_the_environment_and_needs_a_receiver() {
     assert_eq!(c.slack.mode(), "Socket Mode");
     assert_eq!(c.slack.allowed_users, ["U1", "U2"]);
     assert_eq!(c.slack.api_url, "http://127.0.0.1:9/api");
-    let err = Config::load(None, &[("HERMES_HOME", home), ("SLACK_BOT_TOKEN", "xoxb-1")])
-        .unwrap_err();
+    let err = Config::load(
+        None,
+        &[("HERMES_HOME", home), ("SLACK_BOT_TOKEN", "xoxb-1")],
+    )
+    .unwrap_err();
     assert_eq!(err.key, "slack.app_token");
     let err = parse("[slack]\nevents_listen = \"localhost\"\n")
         .unwrap()

@@ -184,7 +184,9 @@ impl Config {
         {
             return bad(
                 "slack.allowed_users",
-                format!("`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"),
+                format!(
+                    "`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"
+                ),
             );
         }
         Ok(())

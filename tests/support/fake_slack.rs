@@ -157,7 +157,12 @@ impl FakeSlack {
         let posted: Vec<String> = web
             .posted
             .iter()
-            .map(|m| format!("  {} {} (thread {:?}): {:?}", m.channel, m.ts, m.thread_ts, m.text))
+            .map(|m| {
+                format!(
+                    "  {} {} (thread {:?}): {:?}",
+                    m.channel, m.ts, m.thread_ts, m.text
+                )
+            })
             .collect();
         let calls: Vec<String> = web
             .calls
@@ -179,7 +184,12 @@ impl FakeSlack {
         )
     }
 
-    pub async fn wait<T>(&self, timeout: Duration, what: &str, check: impl Fn(&FakeSlack) -> Option<T>) -> T {
+    pub async fn wait<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        check: impl Fn(&FakeSlack) -> Option<T>,
+    ) -> T {
         let what = format!("fake slack: {what}");
         fake_http::wait_for(timeout, &what, || check(self), || self.describe()).await
     }
@@ -219,12 +229,19 @@ impl FakeSlack {
             let mut s = self.sock();
             s.conn = Some(tx.clone());
             s.connections += 1;
-            s.unacked.iter().map(|(_, f)| f.to_string()).collect::<Vec<_>>()
+            s.unacked
+                .iter()
+                .map(|(_, f)| f.to_string())
+                .collect::<Vec<_>>()
         };
         let hello = json!({"type": "hello", "num_connections": 1,
             "debug_info": {"host": "applink-fake", "build_number": 1, "approximate_connection_time": 18060},
             "connection_info": {"app_id": "A0APP"}});
-        if ws.send(Frame::Text(hello.to_string().into())).await.is_err() {
+        if ws
+            .send(Frame::Text(hello.to_string().into()))
+            .await
+            .is_err()
+        {
             return;
         }
         // Envelopes never acked are delivered again on a new connection.
@@ -343,7 +360,13 @@ impl FakeSlack {
     }
 
     /// An `app_mention` of the bot: `(callback, ts)`.
-    pub fn mention_event(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) -> (Value, String) {
+    pub fn mention_event(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+        thread: Option<&str>,
+    ) -> (Value, String) {
         let ts = self.next_ts();
         let mut ev = json!({"type": "app_mention", "channel": channel, "user": user,
             "text": format!("<@{BOT_USER}> {text}"), "ts": ts, "event_ts": ts,
@@ -355,7 +378,13 @@ impl FakeSlack {
     }
 
     /// A channel message (no mention): `(callback, ts)`.
-    pub fn channel_event(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) -> (Value, String) {
+    pub fn channel_event(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+        thread: Option<&str>,
+    ) -> (Value, String) {
         let ts = self.next_ts();
         let mut ev = json!({"type": "message", "channel": channel, "user": user, "text": text,
             "ts": ts, "event_ts": ts, "client_msg_id": format!("cm-{ts}"), "channel_type": "channel", "team": TEAM});
@@ -397,7 +426,11 @@ impl FakeSlack {
     fn send_event(&self, (cb, ts): (Value, String)) -> Sent {
         let event_id = cb["event_id"].as_str().unwrap_or_default().to_owned();
         let envelope_id = self.envelope("events_api", cb);
-        Sent { ts, envelope_id, event_id }
+        Sent {
+            ts,
+            envelope_id,
+            event_id,
+        }
     }
     pub fn dm(&self, user: &str, text: &str) -> Sent {
         self.send_event(self.dm_event(user, text))
@@ -405,7 +438,13 @@ impl FakeSlack {
     pub fn mention(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) -> Sent {
         self.send_event(self.mention_event(channel, user, text, thread))
     }
-    pub fn channel_message(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) -> Sent {
+    pub fn channel_message(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+        thread: Option<&str>,
+    ) -> Sent {
         self.send_event(self.channel_event(channel, user, text, thread))
     }
     pub fn press(&self, user: &str, shown: &Posted, value: &str) -> String {
@@ -482,7 +521,8 @@ impl EventsClient {
         let body = body.to_string();
         let ts = now_unix();
         let sig = sign(SIGNING_SECRET, ts, &body);
-        self.post_raw(&body, "application/json", ts, &sig, retry).await
+        self.post_raw(&body, "application/json", ts, &sig, retry)
+            .await
     }
 
     /// A correctly signed form (`payload=` interactions, slash commands).

@@ -176,7 +176,10 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
         return match token {
             Some(APP_TOKEN) => {
                 s.next_ticket += 1;
-                let url = format!("ws://127.0.0.1:{}/link/?ticket={}", s.ws_port, s.next_ticket);
+                let url = format!(
+                    "ws://127.0.0.1:{}/link/?ticket={}",
+                    s.ws_port, s.next_ticket
+                );
                 (200, ok(json!({ "url": url })))
             }
             Some(t) if t.starts_with("xoxb-") => (200, err("not_allowed_token_type")),
@@ -184,7 +187,14 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
         };
     }
     if token != Some(BOT_TOKEN) {
-        return (200, err(if token.is_none() { "not_authed" } else { "invalid_auth" }));
+        return (
+            200,
+            err(if token.is_none() {
+                "not_authed"
+            } else {
+                "invalid_auth"
+            }),
+        );
     }
     let r = match method {
         "auth.test" => ok(json!({
@@ -207,7 +217,9 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
         }
         "conversations.info" => {
             let id = p["channel"].as_str().unwrap_or_default();
-            ok(json!({"channel": {"id": id, "name": format!("chan-{id}"), "is_im": id.starts_with('D')}}))
+            ok(
+                json!({"channel": {"id": id, "name": format!("chan-{id}"), "is_im": id.starts_with('D')}}),
+            )
         }
         _ => err("unknown_method"),
     };
@@ -216,7 +228,10 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
 
 /// `chat.postMessage` / `chat.update` with Slack's checks on text and blocks.
 fn message(s: &mut WebState, method: &str, p: &Value) -> Result<Response, &'static str> {
-    let channel = p["channel"].as_str().filter(|c| !c.is_empty()).ok_or("channel_not_found")?;
+    let channel = p["channel"]
+        .as_str()
+        .filter(|c| !c.is_empty())
+        .ok_or("channel_not_found")?;
     let text = p["text"].as_str().unwrap_or_default().to_owned();
     let blocks = match &p["blocks"] {
         Value::String(s) => serde_json::from_str(s).map_err(|_| "invalid_blocks_format")?,
@@ -258,7 +273,8 @@ fn message(s: &mut WebState, method: &str, p: &Value) -> Result<Response, &'stat
     } else {
         s.posted.push(posted);
     }
-    let mut msg = json!({"type": "message", "text": text, "user": BOT_USER, "bot_id": "BBOT", "ts": ts});
+    let mut msg =
+        json!({"type": "message", "text": text, "user": BOT_USER, "bot_id": "BBOT", "ts": ts});
     if let Some(t) = &thread_ts {
         msg["thread_ts"] = json!(t);
     }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use super::daemon::{Daemon, World};
-use super::fake_slack::{ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET};
+use super::fake_slack::{
+    ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET,
+};
 
 /// How the daemon receives Slack events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

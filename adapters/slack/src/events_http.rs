@@ -150,8 +150,7 @@ async fn handle(
     } else {
         match serde_json::from_str::<SlackPushEvent>(body) {
             Ok(SlackPushEvent::UrlVerification(v)) => {
-                return axum::Json(serde_json::json!({ "challenge": v.challenge }))
-                    .into_response();
+                return axum::Json(serde_json::json!({ "challenge": v.challenge })).into_response();
             }
             Ok(SlackPushEvent::EventCallback(cb)) => ctx.push_event(&cb).await,
             Ok(SlackPushEvent::AppRateLimited(_)) => {

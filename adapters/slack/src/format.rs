@@ -45,7 +45,6 @@ struct Renderer {
     quote_depth: usize,
     /// Output offsets where open links' labels start, with their destinations.
     links: Vec<(usize, String)>,
-    in_code_block: bool,
     /// A table cell was already written on this row.
     cell_written: bool,
 }
@@ -119,10 +118,8 @@ impl Renderer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph => {
-                if !self.out.ends_with("• ") && !self.out.ends_with(". ") {
-                    self.line();
-                }
+            Tag::Paragraph if !self.out.ends_with("• ") && !self.out.ends_with(". ") => {
+                self.line();
             }
             Tag::Heading { .. } => {
                 self.line();
@@ -134,7 +131,6 @@ impl Renderer {
             Tag::CodeBlock(_) => {
                 self.line();
                 self.out.push_str("```\n");
-                self.in_code_block = true;
             }
             Tag::List(start) => {
                 if !self.lists.is_empty() {
@@ -188,8 +184,7 @@ impl Renderer {
             }
             TagEnd::BlockQuote(_) => {
                 self.quote_depth = self.quote_depth.saturating_sub(1);
-                if self.quote_depth == 0 && self.lists.is_empty() && !self.out.ends_with("\n\n")
-                {
+                if self.quote_depth == 0 && self.lists.is_empty() && !self.out.ends_with("\n\n") {
                     self.out.push('\n');
                 }
             }
@@ -198,7 +193,6 @@ impl Renderer {
                     self.out.push('\n');
                 }
                 self.out.push_str("```");
-                self.in_code_block = false;
                 self.block_end();
             }
             TagEnd::List(_) => {
@@ -266,7 +260,8 @@ mod tests {
 
     #[test]
     fn lists_headings_and_code_blocks() {
-        let md = "# Plan\n\n- one\n- **two**\n\n1. first\n2. second\n\n```rust\nfn main() {}\n```\n";
+        let md =
+            "# Plan\n\n- one\n- **two**\n\n1. first\n2. second\n\n```rust\nfn main() {}\n```\n";
         assert_eq!(
             to_mrkdwn(md),
             "*Plan*\n\n• one\n• *two*\n\n1. first\n2. second\n\n```\nfn main() {}\n```"

@@ -37,6 +37,11 @@ pub struct BotIdentity {
     pub name: String,
 }
 
+/// A thread: channel id and the thread's root `ts`.
+type ThreadKey = (String, String);
+/// Threads the bot is part of, oldest first, and the same as a set.
+type Threads = (VecDeque<ThreadKey>, HashSet<ThreadKey>);
+
 /// The adapter's inbound rules and what it remembers between events.
 #[derive(Clone)]
 pub(crate) struct Rules {
@@ -47,7 +52,7 @@ struct RulesInner {
     allowed_channels: HashSet<String>,
     allowed_teams: HashSet<String>,
     reply_in_thread: bool,
-    threads: Mutex<(VecDeque<(String, String)>, HashSet<(String, String)>)>,
+    threads: Mutex<Threads>,
     names: Mutex<HashMap<String, String>>,
 }
 
@@ -93,9 +98,10 @@ impl Rules {
     }
 
     fn in_thread(&self, channel: &str, thread_ts: &str) -> bool {
-        self.inner.threads.lock().is_ok_and(|g| {
-            g.1.contains(&(channel.to_owned(), thread_ts.to_owned()))
-        })
+        self.inner
+            .threads
+            .lock()
+            .is_ok_and(|g| g.1.contains(&(channel.to_owned(), thread_ts.to_owned())))
     }
 
     fn cached_name(&self, user: &str) -> Option<String> {
@@ -259,7 +265,10 @@ fn build(p: Parts<'_>, me: &BotIdentity, rules: &Rules, app_mention: bool) -> Op
         tracing::debug!(channel = %p.channel, "ignoring a channel not in slack.allowed_channels");
         return None;
     }
-    let raw = p.content.and_then(|c| c.text.as_deref()).unwrap_or_default();
+    let raw = p
+        .content
+        .and_then(|c| c.text.as_deref())
+        .unwrap_or_default();
     let mentioned = app_mention || mentions(raw, &me.user_id);
     // A thread's root has `thread_ts == ts`; only replies are "in" a thread.
     let thread_ts = p.thread_ts.filter(|t| *t != p.ts);
@@ -502,7 +511,10 @@ pub(crate) fn plain_text(text: &str, bot_user: &str) -> String {
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&");
-    let tidy = decoded.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>();
+    let tidy = decoded
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>();
     // Keep line structure; only collapse the spaces a removed mention leaves.
     if decoded.contains('\n') {
         decoded.trim().to_owned()

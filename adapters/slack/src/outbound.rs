@@ -49,9 +49,9 @@ pub(crate) async fn send(web: &Web, out: &Outbound) -> Result<SentId, SendError>
             let plain = SlackMessageContent::new().with_text(escape(&out.text));
             match web.post(&request(plain)).await {
                 Ok(ts) => Ok(SentId(ts)),
-                Err(f) if formatting_rejected(&f) => {
-                    Err(SendError::BadFormat(f.code().unwrap_or_default().to_owned()))
-                }
+                Err(f) if formatting_rejected(&f) => Err(SendError::BadFormat(
+                    f.code().unwrap_or_default().to_owned(),
+                )),
                 Err(f) => Err(classify(f)),
             }
         }

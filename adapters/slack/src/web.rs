@@ -40,8 +40,8 @@ impl Web {
             .enable_http1()
             .enable_http2()
             .build();
-        let connector =
-            SlackClientHyperConnector::from(https).with_slack_api_url(api_url.trim_end_matches('/'));
+        let connector = SlackClientHyperConnector::from(https)
+            .with_slack_api_url(api_url.trim_end_matches('/'));
         let http = reqwest::Client::builder()
             .timeout(DOWNLOAD_TIMEOUT)
             .build()
@@ -73,10 +73,11 @@ impl Web {
     pub async fn connections_open(&self, app_token: &str) -> Result<String, AdapterError> {
         let token = SlackApiToken::new(app_token.into());
         let session = self.client.open_session(&token);
-        let opened = timed(session.apps_connections_open(&SlackApiAppsConnectionOpenRequest::new()))
-            .await
-            .map_err(listener_error)?
-            .map_err(listener_error)?;
+        let opened =
+            timed(session.apps_connections_open(&SlackApiAppsConnectionOpenRequest::new()))
+                .await
+                .map_err(listener_error)?
+                .map_err(listener_error)?;
         Ok(opened.url.0.to_string())
     }
 
@@ -118,8 +119,8 @@ impl Web {
     /// Download a file Slack hosts, refusing more than `max_bytes`. The bot token goes only to
     /// the API host and Slack's own hosts, never to a URL elsewhere.
     pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, SendError> {
-        let parsed = url::Url::parse(url)
-            .map_err(|_| SendError::Permanent("not a file URL".into()))?;
+        let parsed =
+            url::Url::parse(url).map_err(|_| SendError::Permanent("not a file URL".into()))?;
         let host = parsed.host_str().unwrap_or_default();
         let trusted = Some(host) == self.api_host.as_deref()
             || host == "slack.com"
@@ -199,7 +200,11 @@ async fn timed<T>(f: impl Future<Output = T>) -> Result<T, tokio::time::error::E
 fn is_auth_code(code: &str) -> bool {
     matches!(
         code,
-        "invalid_auth" | "not_authed" | "account_inactive" | "token_revoked" | "token_expired"
+        "invalid_auth"
+            | "not_authed"
+            | "account_inactive"
+            | "token_revoked"
+            | "token_expired"
             | "not_allowed_token_type"
     )
 }
@@ -248,11 +253,15 @@ fn classify_code(code: &str) -> SendError {
         }
         "channel_not_found" | "message_not_found" | "thread_not_found" | "user_not_found"
         | "file_not_found" => SendError::NotFound(c),
-        "not_in_channel" | "is_archived" | "restricted_action" | "cant_update_message"
-        | "edit_window_closed" | "missing_scope" | "ekm_access_denied"
-        | "restricted_action_read_only_channel" | "team_access_not_granted" => {
-            SendError::Forbidden(c)
-        }
+        "not_in_channel"
+        | "is_archived"
+        | "restricted_action"
+        | "cant_update_message"
+        | "edit_window_closed"
+        | "missing_scope"
+        | "ekm_access_denied"
+        | "restricted_action_read_only_channel"
+        | "team_access_not_granted" => SendError::Forbidden(c),
         "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout" => {
             SendError::Transient(c)
         }
