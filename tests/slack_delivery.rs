@@ -175,3 +175,32 @@ async fn killed_mid_turn_answers_exactly_once_after_restart() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(sw.slack.posted().len(), 2, "{:?}", sw.slack.posted());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
+    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
+    let mut sw = SlackWorld::new("[llm]\nvision = true\n", Mode::Socket).await;
+    let url = sw.slack.add_file("cat.png", PNG.to_vec());
+    let _daemon = sw.start().await;
+    let (mut cb, _) = sw.slack.dm_event(ALICE, "what is in this picture?");
+    cb["event"]["subtype"] = serde_json::json!("file_share");
+    cb["event"]["files"] = serde_json::json!([{"id": "F1", "name": "cat.png", "mimetype": "image/png",
+        "url_private": url, "url_private_download": url}]);
+    sw.slack.envelope("events_api", cb);
+    sw.slack.wait_posted(1, WAIT).await;
+    let req = sw.w.llm.requests().pop().unwrap();
+    let user = req
+        .messages()
+        .into_iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().expect("content parts").clone();
+    let image = parts
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .expect("an image part (the fake serves files to the bot token only)");
+    assert_eq!(
+        image["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgoBAgME"
+    );
+}
