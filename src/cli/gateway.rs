@@ -37,7 +37,42 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
                 .into(),
         );
     }
+    if config.slack.is_active() {
+        #[cfg(feature = "slack")]
+        adapters.push(Arc::new(slack_adapter(&config.slack)?));
+        #[cfg(not(feature = "slack"))]
+        return Err(
+            "SLACK_BOT_TOKEN is set but this hermes was built without the `slack` feature".into(),
+        );
+    }
     Ok(adapters)
+}
+
+#[cfg(feature = "slack")]
+fn slack_adapter(c: &crate::config::SlackConfig) -> Result<hermes_slack::SlackAdapter, String> {
+    use hermes_slack::{SlackAdapter, SlackMode, SlackSettings};
+    let mode = if !c.app_token.is_empty() {
+        SlackMode::Socket {
+            app_token: c.app_token.expose().to_owned(),
+        }
+    } else {
+        SlackMode::Events {
+            signing_secret: c.signing_secret.expose().to_owned(),
+            listen: c
+                .events_listen
+                .parse()
+                .map_err(|e| format!("slack.events_listen: {e}"))?,
+        }
+    };
+    SlackAdapter::new(SlackSettings {
+        bot_token: c.bot_token.expose().to_owned(),
+        mode,
+        api_url: c.api_url.clone(),
+        allowed_channels: c.allowed_channels.clone(),
+        allowed_teams: c.allowed_teams.clone(),
+        reply_in_thread: c.reply_in_thread,
+        socket_idle: std::time::Duration::from_secs(c.socket_idle_secs),
+    })
 }
 
 pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) -> ExitCode {
@@ -48,7 +83,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or [telegram] bot_token in the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), or the [telegram] / [slack] section of the config file"
             );
             return ExitCode::from(2);
         }

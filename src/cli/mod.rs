@@ -165,10 +165,8 @@ fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
 /// Load and validate the configuration; its secrets are never logged from now on.
 fn load_config(path: Option<&std::path::Path>) -> Result<Config, crate::config::ConfigError> {
     let config = Config::load(path, &ProcessEnv)?;
-    crate::logging::register_secret(config.llm.api_key.expose());
-    crate::logging::register_secret(config.telegram.bot_token.expose());
-    for f in &config.llm.fallback {
-        crate::logging::register_secret(f.api_key.expose());
+    for secret in config.secrets() {
+        crate::logging::register_secret(secret);
     }
     Ok(config)
 }

@@ -2,7 +2,7 @@
 
 use super::{Config, ConfigError, EnvSource, Secret};
 
-/// Apply `TELEGRAM_*`, `OPENAI_*` and `HERMES_*` variables on top of the file's values.
+/// Apply `TELEGRAM_*`, `SLACK_*`, `OPENAI_*` and `HERMES_*` variables on top of the file's values.
 pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), ConfigError> {
     if let Some(v) = env.var("OPENAI_API_KEY") {
         config.llm.api_key = Secret::new(v.trim());
@@ -39,6 +39,7 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("TELEGRAM_API_URL") {
         config.telegram.api_url = v.trim().trim_end_matches('/').to_owned();
     }
+    slack(config, env);
     if config.llm.provider == super::ProviderKind::Anthropic {
         if config.llm.api_key.is_empty()
             && let Some(v) = env.var("ANTHROPIC_API_KEY")
@@ -66,6 +67,29 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     }
     config.llm.base_url = config.llm.base_url.trim_end_matches('/').to_owned();
     Ok(())
+}
+
+/// `SLACK_*`: tokens, the signing secret, the listener, the API base and the allowlist.
+fn slack(config: &mut Config, env: &dyn EnvSource) {
+    let c = &mut config.slack;
+    if let Some(v) = env.var("SLACK_BOT_TOKEN") {
+        c.bot_token = Secret::new(v.trim());
+    }
+    if let Some(v) = env.var("SLACK_APP_TOKEN") {
+        c.app_token = Secret::new(v.trim());
+    }
+    if let Some(v) = env.var("SLACK_SIGNING_SECRET") {
+        c.signing_secret = Secret::new(v.trim());
+    }
+    if let Some(v) = env.var("SLACK_EVENTS_LISTEN") {
+        c.events_listen = v.trim().to_owned();
+    }
+    if let Some(v) = env.var("SLACK_API_URL") {
+        c.api_url = v.trim().trim_end_matches('/').to_owned();
+    }
+    if let Some(v) = env.var("SLACK_ALLOWED_USERS") {
+        c.allowed_users = list(&v);
+    }
 }
 
 fn list(value: &str) -> Vec<String> {

@@ -12,6 +12,7 @@ mod llm;
 mod secret;
 mod service;
 mod sessions;
+mod slack;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
 pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
+pub use slack::SlackConfig;
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -50,6 +52,7 @@ pub struct Config {
     pub cron: CronConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
+    pub slack: SlackConfig,
     pub admin: AdminConfig,
     pub retention: RetentionConfig,
 }
@@ -323,12 +326,24 @@ impl TelegramConfig {
 }
 
 impl Config {
+    /// Every secret in the configuration (to keep them out of logs).
+    pub fn secrets(&self) -> Vec<&str> {
+        let mut all = vec![
+            self.llm.api_key.expose(),
+            self.telegram.bot_token.expose(),
+            self.slack.bot_token.expose(),
+            self.slack.app_token.expose(),
+            self.slack.signing_secret.expose(),
+        ];
+        all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
+        all
+    }
+
     /// A digest of the settings `platform`'s adapter was built from (not the allowlists, which
     /// the core applies): a reload restarts the adapter when it changes.
     pub fn platform_fingerprint(&self, platform: Platform) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        #[allow(clippy::single_match)] // each platform adds its arm
         match platform {
             Platform::Telegram => {
                 let t = &self.telegram;
@@ -339,6 +354,13 @@ impl Config {
                     t.poll_timeout_secs,
                 )
                     .hash(&mut h);
+            }
+            Platform::Slack => {
+                let s = &self.slack;
+                (s.enabled, s.bot_token.expose(), s.app_token.expose()).hash(&mut h);
+                (s.signing_secret.expose(), &s.events_listen, &s.api_url).hash(&mut h);
+                (&s.allowed_channels, &s.allowed_teams, s.reply_in_thread).hash(&mut h);
+                s.socket_idle_secs.hash(&mut h);
             }
             _ => {}
         }

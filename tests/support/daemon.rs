@@ -57,6 +57,28 @@ impl World {
         self.env.push((key.into(), value.into()));
     }
 
+    /// Remove an environment variable for daemons started later (e.g. `TELEGRAM_BOT_TOKEN`, to
+    /// run a daemon with another platform alone).
+    pub fn unset_env(&mut self, key: &str) {
+        self.env.retain(|(k, _)| k != key);
+    }
+
+    /// Start `hermes gateway` and wait until `ready` says its platform is connected.
+    pub async fn start_when(&mut self, what: &str, ready: impl Fn() -> bool) -> Daemon {
+        self.runs += 1;
+        let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ready() {
+            assert!(
+                Instant::now() < deadline,
+                "daemon never became ready ({what}); log:\n{}",
+                daemon.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        daemon
+    }
+
     /// Start `hermes gateway` and wait until it polls Telegram.
     pub async fn start(&mut self) -> Daemon {
         let polls_before = self.tg.calls_of("getupdates").len();

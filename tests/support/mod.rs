@@ -5,7 +5,10 @@
 pub mod daemon;
 pub mod fake_http;
 pub mod fake_llm;
+pub mod fake_slack;
 pub mod fake_telegram;
 pub mod llm_wire;
+pub mod slack_api;
+pub mod slack_world;
 pub mod telegram_api;
 pub mod telegram_html;
