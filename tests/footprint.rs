@@ -48,6 +48,18 @@ async fn idle_and_loaded_rss() {
     );
 }
 
+/// Session lanes in the daemon's memory, from its admin endpoint.
+async fn active_sessions(admin: &str) -> u64 {
+    let body = reqwest::get(format!("{admin}/status"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["active_sessions"].as_u64().unwrap()
+}
+
 /// Largest RSS seen while `done` is false, sampled every 50 ms.
 fn sample_peak(
     pid: i32,
@@ -86,32 +98,17 @@ async fn ten_thousand_users_then_eviction() {
     w.tg.wait_sent(n as usize, Duration::from_secs(900)).await;
     let elapsed = t.elapsed();
     let after_load = rss_kib(daemon.pid());
-    let active = |body: &str| -> u64 {
-        let v: serde_json::Value = serde_json::from_str(body).unwrap();
-        v["active_sessions"].as_u64().unwrap()
-    };
-    let status = reqwest::get(format!("{admin}/status"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let active_loaded = active(&status);
+    let active_loaded = active_sessions(&admin).await;
     // Lanes retire after 15 idle seconds.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let status = reqwest::get(format!("{admin}/status"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if active(&status) == 0 || Instant::now() > deadline {
+        if active_sessions(&admin).await == 0 || Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The memory of retired lanes is handed back within 30 s.
+    tokio::time::sleep(Duration::from_secs(35)).await;
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let peak = peak.join().unwrap();
     let after = rss_kib(daemon.pid());

@@ -1,5 +1,6 @@
 //! Housekeeping while the daemon runs: the delivery log (finished inbox and outbox rows) is
-//! pruned by age every hour, so the store stays bounded over months of uptime.
+//! pruned by age every hour, so the store stays bounded over months of uptime; and memory freed
+//! by retired session lanes is handed back to the system after a burst of users.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,47 @@ const EVERY: Duration = Duration::from_secs(3600);
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
 pub(crate) async fn run(shared: Arc<Shared>) {
+    tokio::join!(prune(shared.clone()), give_back_memory(shared));
+}
+
+/// After many lanes retired, return the freed heap to the system. glibc keeps freed memory in
+/// its arenas; without this a burst of 10,000 users leaves the process at its peak size for good.
+async fn give_back_memory(shared: Arc<Shared>) {
+    const EVERY: Duration = Duration::from_secs(30);
+    const RETIRED: usize = 100;
+    let mut high = 0;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(EVERY) => {}
+            _ = shared.intake.cancelled() => return,
+        }
+        let lanes = shared.pool.active_lanes();
+        high = high.max(lanes);
+        if high - lanes >= RETIRED {
+            let before = crate::metrics::resident_bytes();
+            trim_heap();
+            tracing::debug!(
+                retired = high - lanes,
+                freed_kib = before.saturating_sub(crate::metrics::resident_bytes()) / 1024,
+                "returned freed memory to the system"
+            );
+            high = lanes;
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    // SAFETY: malloc_trim only releases free memory at the top of glibc's heaps and arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
+
+async fn prune(shared: Arc<Shared>) {
     let mut wait = Duration::from_secs(60);
     loop {
         tokio::select! {
