@@ -55,6 +55,14 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
+            "discord: {}",
+            if c.discord.is_active() {
+                format!("on, {} allowed user(s)", c.discord.allowed_users.len())
+            } else {
+                "off (set DISCORD_BOT_TOKEN)".to_owned()
+            }
+        ),
+        format!(
             "access: {}",
             if c.gateway.allow_all_users {
                 "everyone (allow_all_users = true)".to_owned()
@@ -126,7 +134,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     }
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => {
-            r.fail("platforms", "none configured (set TELEGRAM_BOT_TOKEN)")
+            r.fail("platforms", "none configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN)")
         }
         Ok(adapters) => {
             for a in adapters {

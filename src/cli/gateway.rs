@@ -37,7 +37,39 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
                 .into(),
         );
     }
+    if config.discord.is_active() {
+        #[cfg(feature = "discord")]
+        adapters.push(Arc::new(discord_adapter(&config.discord)?));
+        #[cfg(not(feature = "discord"))]
+        return Err(
+            "DISCORD_BOT_TOKEN is set but this hermes was built without the `discord` feature"
+                .into(),
+        );
+    }
     Ok(adapters)
+}
+
+#[cfg(feature = "discord")]
+fn discord_adapter(
+    c: &crate::config::DiscordConfig,
+) -> Result<hermes_discord::DiscordAdapter, String> {
+    use crate::config::DiscordConfig;
+    let api_url = c
+        .api_url
+        .parse()
+        .map_err(|e| format!("discord.api_url: {e}"))?;
+    Ok(hermes_discord::DiscordAdapter::new(
+        hermes_discord::DiscordSettings {
+            token: c.bot_token.expose().to_owned(),
+            api_url,
+            allowed_guilds: DiscordConfig::ids(&c.allowed_guilds),
+            allowed_roles: DiscordConfig::ids(&c.allowed_roles),
+            free_response_channels: DiscordConfig::ids(&c.free_response_channels),
+            require_mention: c.require_mention,
+            auto_thread: c.auto_thread,
+            message_content: c.message_content,
+        },
+    ))
 }
 
 pub(super) async fn gateway(config: Config) -> ExitCode {
@@ -48,7 +80,7 @@ pub(super) async fn gateway(config: Config) -> ExitCode {
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or [telegram] bot_token in the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or DISCORD_BOT_TOKEN (from the Discord developer portal), or the bot_token of [telegram] or [discord] in the config file"
             );
             return ExitCode::from(2);
         }

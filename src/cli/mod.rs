@@ -132,6 +132,7 @@ fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
     })?;
     crate::logging::register_secret(config.llm.api_key.expose());
     crate::logging::register_secret(config.telegram.bot_token.expose());
+    crate::logging::register_secret(config.discord.bot_token.expose());
     Ok(config)
 }
 

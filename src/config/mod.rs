@@ -6,6 +6,7 @@
 //! from the environment); a missing explicit file is an error. Every key is documented in
 //! `config/hermes.example.toml`; the defaults live in the `Default` impls below and nowhere else.
 
+mod discord;
 mod env;
 mod error;
 mod llm;
@@ -23,6 +24,7 @@ use serde::Deserialize;
 use crate::policy::{Decision, Level};
 use crate::tools::Category;
 
+pub use discord::DiscordConfig;
 pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
@@ -48,6 +50,7 @@ pub struct Config {
     pub cron: CronConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
+    pub discord: DiscordConfig,
 }
 
 /// The agent's turn loop.

@@ -35,6 +35,10 @@ impl Authorizer {
             Platform::Telegram,
             config.telegram.allowed_users.iter().cloned().collect(),
         );
+        per_platform.insert(
+            Platform::Discord,
+            config.discord.allowed_users.iter().cloned().collect(),
+        );
         Authorizer {
             allow_all: config.gateway.allow_all_users,
             global,
