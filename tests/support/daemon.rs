@@ -55,6 +55,17 @@ impl World {
         self.env.push((key.into(), value.into()));
     }
 
+    /// Remove an environment variable for daemons started later (e.g. run without Telegram).
+    pub fn unset_env(&mut self, key: &str) {
+        self.env.retain(|(k, _)| k != key);
+    }
+
+    /// Start `hermes gateway` without waiting for any platform; the caller waits for its own.
+    pub fn spawn(&mut self) -> Daemon {
+        self.runs += 1;
+        Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs)
+    }
+
     /// Start `hermes gateway` and wait until it polls Telegram.
     pub async fn start(&mut self) -> Daemon {
         let polls_before = self.tg.calls_of("getupdates").len();
