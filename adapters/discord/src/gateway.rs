@@ -29,7 +29,12 @@ enum Event {
     Message(Box<DiscordMessage>),
     Button(Box<ComponentInteraction>),
     Thread(Box<GuildChannel>),
-    Stage(ConnectionStage),
+    /// A session became live: READY (`true`, new session) or RESUMED.
+    Session(bool),
+    Stage {
+        old: ConnectionStage,
+        new: ConnectionStage,
+    },
 }
 
 /// Forwards what the SDK dispatches (each event on a task of its own) into one ordered queue.
@@ -62,17 +67,21 @@ impl EventHandler for Forward {
 
     async fn ready(&self, _: Context, ready: Ready) {
         tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "Discord gateway ready (new session)");
-        self.push(Event::Stage(ConnectionStage::Connected)).await;
+        self.push(Event::Session(true)).await;
     }
 
     async fn resume(&self, _: Context, _: ResumedEvent) {
         tracing::info!("Discord gateway session resumed");
-        self.push(Event::Stage(ConnectionStage::Connected)).await;
+        self.push(Event::Session(false)).await;
     }
 
     async fn shard_stage_update(&self, _: Context, update: ShardStageUpdateEvent) {
         tracing::debug!(old = ?update.old, new = ?update.new, "Discord gateway stage");
-        self.push(Event::Stage(update.new)).await;
+        self.push(Event::Stage {
+            old: update.old,
+            new: update.new,
+        })
+        .await;
     }
 
     async fn ratelimit(&self, info: RatelimitInfo) {
@@ -119,7 +128,9 @@ pub(crate) async fn run(
     let manager = client.shard_manager.clone();
     let mut gateway = tokio::spawn(async move { client.start().await });
     let mut tick = tokio::time::interval(TICK);
-    let mut connected = false;
+    // Sessions that became live in this run; every one after the first followed an outage.
+    let mut sessions = 0u32;
+    let mut outage_reported = false;
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -129,15 +140,25 @@ pub(crate) async fn run(
                 Err(e) => AdapterError::Fatal(format!("Discord gateway task failed: {e}")),
             }),
             Some(event) = rx.recv() => match event {
-                Event::Stage(stage) => {
-                    let now = stage == ConnectionStage::Connected;
-                    if now {
-                        sink.heartbeat();
-                    } else if connected {
-                        tracing::warn!(stage = ?stage, "Discord gateway disconnected; serenity is reconnecting");
-                        sink.disconnected(&format!("gateway disconnected ({stage:?}); reconnecting"));
+                Event::Stage { old, new } => {
+                    if old == ConnectionStage::Connected && new != ConnectionStage::Connected && !outage_reported {
+                        tracing::warn!(stage = ?new, "Discord gateway disconnected; serenity is reconnecting");
+                        sink.disconnected(&format!("gateway disconnected ({new:?}); reconnecting"));
+                        outage_reported = true;
                     }
-                    connected = now;
+                }
+                Event::Session(new_session) => {
+                    sessions += 1;
+                    if sessions > 1 && !outage_reported {
+                        // The drop and the reconnect fell between two looks at the stage.
+                        tracing::warn!("Discord gateway disconnected; serenity reconnected");
+                        sink.disconnected("gateway disconnected; reconnected");
+                    }
+                    if sessions > 1 {
+                        tracing::info!(resumed = !new_session, "Discord gateway back after an outage");
+                    }
+                    outage_reported = false;
+                    sink.heartbeat();
                 }
                 Event::Thread(thread) => {
                     adapter.channels.remember(thread.id.get(), Place::of(&thread));
