@@ -281,6 +281,10 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     let sent = wait_sent(&dc, &daemon, 2).await;
     assert!(sent[1].content.contains("approved-42"), "{}", sent[1].content);
     assert!(dc.callbacks().contains(&(alices, 6)), "{:?}", dc.callbacks());
+    assert!(
+        !daemon.log().contains("interaction-token-"),
+        "interaction token in the log"
+    );
     // The request was updated to show the decision, without its buttons.
     wait_until(&daemon, "the request marked allowed", || {
         dc.edits()
@@ -323,4 +327,53 @@ async fn a_dropped_gateway_resumes_replays_what_was_missed_and_health_shows_it()
     );
     assert!(log.contains("Discord gateway disconnected"), "{log}");
     assert_eq!(BOT_ID, support::discord_api::BOT_ID);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_resume_ends_in_a_new_session_that_keeps_serving() {
+    let (mut w, dc) = world("").await;
+    let daemon = start(&mut w, &dc).await;
+    dc.invalidate_session();
+    dc.drop_connection(Some(4000));
+    wait_until(&daemon, "a second IDENTIFY", || {
+        (dc.connected() && dc.identifies() >= 2).then_some(())
+    })
+    .await;
+    dc.dm(ALICE, "alice", "still there?");
+    let sent = wait_sent(&dc, &daemon, 1).await;
+    assert_eq!(sent[0].content, "echo: still there?");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
+    let (mut w, dc) = world("[discord]\nauto_thread = true\n").await;
+    let daemon = start(&mut w, &dc).await;
+    let (asked, _) = dc.mention(GUILD_CHANNEL, ALICE, "alice", "plan the launch");
+    let sent = wait_sent(&dc, &daemon, 1).await;
+    // The thread was started from the message (a thread takes its starter's id).
+    let threads = dc.threads_created();
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!((threads[0].0, threads[0].1), (GUILD_CHANNEL, asked));
+    assert_eq!(sent[0].channel_id, asked, "answered inside the thread");
+    assert_eq!(sent[0].content, "echo: alice: plan the launch");
+    // In the bot's thread, no mention is needed, and everyone shares one conversation.
+    dc.guild_text(asked, BOB, "bob", "add a budget");
+    let sent = wait_sent(&dc, &daemon, 2).await;
+    assert_eq!(sent[1].channel_id, asked);
+    let reqs = w.llm.requests();
+    let last = reqs.last().unwrap();
+    let users: Vec<String> = last
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(users, ["alice: plan the launch", "bob: add a budget"]);
+    // Chatter in the parent channel is still ignored, and no second thread is made.
+    dc.guild_text(GUILD_CHANNEL, ALICE, "alice", "unrelated");
+    dc.guild_text(asked, ALICE, "alice", "sentinel");
+    wait_sent(&dc, &daemon, 3).await;
+    assert_eq!(w.llm.requests().len(), 3);
+    assert_eq!(dc.threads_created().len(), 1);
+    assert!(dc.typing().contains(&asked));
 }

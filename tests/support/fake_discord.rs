@@ -254,6 +254,11 @@ impl FakeDiscord {
         }
     }
 
+    /// Forget the session, so a RESUME is refused (op 9) and the bot must IDENTIFY again.
+    pub fn invalidate_session(&self) {
+        self.state().session = None;
+    }
+
     /// Dispatch any event in the current session; returns its sequence number.
     pub fn dispatch(&self, t: &str, d: Value) -> u64 {
         dispatch_to(&self.st, t, d)
