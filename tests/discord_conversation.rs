@@ -377,3 +377,27 @@ async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
     assert_eq!(dc.threads_created().len(), 1);
     assert!(dc.typing().contains(&asked));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_image_reaches_a_vision_model() {
+    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
+    let (mut w, dc) = world("[llm]\nvision = true\n").await;
+    let daemon = start(&mut w, &dc).await;
+    dc.dm_with_file(ALICE, "alice", "what is this?", "cat.png", "image/png", PNG);
+    wait_sent(&dc, &daemon, 1).await;
+    let req = w.llm.requests().pop().unwrap();
+    let user = req
+        .messages()
+        .into_iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().expect("content parts").clone();
+    let image = parts
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .expect("an image part");
+    assert_eq!(
+        image["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgoBAgME"
+    );
+}

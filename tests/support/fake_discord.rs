@@ -115,6 +115,8 @@ pub struct DiscordState {
     pub resumes: usize,
     pub intents: u64,
     pub heartbeats: usize,
+    /// Attachment bytes served under `/attachments/{name}` (the CDN).
+    pub files: HashMap<String, Vec<u8>>,
 }
 
 /// Dispatch an event (op 0) in the current session: numbered, logged for RESUME, and sent if a
@@ -169,10 +171,12 @@ impl FakeDiscord {
             resumes: 0,
             intents: 0,
             heartbeats: 0,
+            files: HashMap::new(),
         }));
         let app: Router = discord_api::router(st.clone()).merge(
             Router::new()
                 .route("/gateway", get(upgrade))
+                .route("/attachments/{name}", get(cdn))
                 .with_state(st.clone()),
         );
         tokio::spawn(async move {
@@ -305,6 +309,18 @@ impl FakeDiscord {
         self.post(self.new_message(channel, user_id, name, text))
     }
 
+    /// A direct message with one attachment served by the fake CDN.
+    pub fn dm_with_file(&self, user_id: u64, name: &str, text: &str, file: &str, mime: &str, bytes: &[u8]) -> (u64, u64) {
+        let channel = self.dm_channel(user_id);
+        let mut m = self.new_message(channel, user_id, name, text);
+        let url = format!("{}/attachments/{file}", self.api_url());
+        let id = snowflake(&mut self.state());
+        m["attachments"] = json!([{"id": id.to_string(), "filename": file, "size": bytes.len(),
+            "url": url, "proxy_url": url, "content_type": mime}]);
+        self.state().files.insert(file.to_owned(), bytes.to_vec());
+        self.post(m)
+    }
+
     /// A message in a server channel (or thread), mentioning nobody.
     pub fn guild_text(&self, channel: u64, user_id: u64, name: &str, text: &str) -> (u64, u64) {
         let mut m = self.new_message(channel, user_id, name, text);
@@ -364,6 +380,14 @@ impl FakeDiscord {
         }
         self.dispatch("INTERACTION_CREATE", d);
         id
+    }
+}
+
+async fn cdn(State(st): State<St>, axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    use axum::response::IntoResponse;
+    match lock(&st).files.get(&name) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => axum::http::StatusCode::NOT_FOUND.into_response(),
     }
 }
 
