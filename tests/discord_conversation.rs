@@ -176,7 +176,11 @@ async fn a_long_answer_arrives_in_two_messages_with_code_fences_intact() {
             m.content
         );
     }
-    assert!(sent[1].content.starts_with("```rust"), "{}", sent[1].content);
+    assert!(
+        sent[1].content.starts_with("```rust"),
+        "{}",
+        sent[1].content
+    );
     // Nothing of the code was lost.
     for n in [0, i / 2, i - 1] {
         let line = format!("let value_{n:03} = compute({n});");
@@ -196,7 +200,10 @@ async fn a_rate_limited_send_is_waited_out_and_sent_once() {
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!((calls[0].status, calls[1].status), (429, 200));
     let waited = calls[1].at - calls[0].at;
-    assert!(waited >= Duration::from_millis(1400), "retried after {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(1400),
+        "retried after {waited:?}"
+    );
     assert!(waited < Duration::from_secs(10), "retried after {waited:?}");
 }
 
@@ -271,7 +278,10 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     // Bob (allowed to use the bot, but not the one asked) presses Allow: nothing runs.
     let bobs = dc.press(BOB, "bob", request.id, &button(&request, "Allow once"));
     wait_until(&daemon, "Bob's press acknowledged", || {
-        dc.callbacks().iter().any(|(id, _)| *id == bobs).then_some(())
+        dc.callbacks()
+            .iter()
+            .any(|(id, _)| *id == bobs)
+            .then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -279,8 +289,16 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     // Alice's press approves.
     let alices = dc.press(ALICE, "alice", request.id, &button(&request, "Allow once"));
     let sent = wait_sent(&dc, &daemon, 2).await;
-    assert!(sent[1].content.contains("approved-42"), "{}", sent[1].content);
-    assert!(dc.callbacks().contains(&(alices, 6)), "{:?}", dc.callbacks());
+    assert!(
+        sent[1].content.contains("approved-42"),
+        "{}",
+        sent[1].content
+    );
+    assert!(
+        dc.callbacks().contains(&(alices, 6)),
+        "{:?}",
+        dc.callbacks()
+    );
     assert!(
         !daemon.log().contains("interaction-token-"),
         "interaction token in the log"

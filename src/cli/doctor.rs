@@ -133,9 +133,10 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         Err(_) => r.fail("model provider", "not configured"),
     }
     match super::gateway::adapters(&config) {
-        Ok(adapters) if adapters.is_empty() => {
-            r.fail("platforms", "none configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN)")
-        }
+        Ok(adapters) if adapters.is_empty() => r.fail(
+            "platforms",
+            "none configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN)",
+        ),
         Ok(adapters) => {
             for a in adapters {
                 match a.probe().await {

@@ -79,7 +79,9 @@ impl DiscordConfig {
                 if let Some(bad) = ids.iter().find(|id| !is_snowflake(id)) {
                     return Err(ConfigError::env(
                         var,
-                        format!("`{bad}` is not a numeric Discord id (comma-separated ids expected; turn on Developer Mode and use Copy ID)"),
+                        format!(
+                            "`{bad}` is not a numeric Discord id (comma-separated ids expected; turn on Developer Mode and use Copy ID)"
+                        ),
                     ));
                 }
                 *list = ids;
@@ -97,13 +99,18 @@ impl DiscordConfig {
             ("discord.allowed_users", &self.allowed_users),
             ("discord.allowed_roles", &self.allowed_roles),
             ("discord.allowed_guilds", &self.allowed_guilds),
-            ("discord.free_response_channels", &self.free_response_channels),
+            (
+                "discord.free_response_channels",
+                &self.free_response_channels,
+            ),
         ] {
             if let Some(id) = list.iter().find(|id| !is_snowflake(id)) {
                 return Err(ConfigError::invalid(
                     file,
                     key,
-                    format!("`{id}` is not a numeric Discord id (turn on Developer Mode in Discord and use Copy ID)"),
+                    format!(
+                        "`{id}` is not a numeric Discord id (turn on Developer Mode in Discord and use Copy ID)"
+                    ),
                 ));
             }
         }
@@ -112,7 +119,9 @@ impl DiscordConfig {
 
     /// Parsed id lists for the adapter (validated before).
     pub fn ids(list: &[String]) -> Vec<u64> {
-        list.iter().filter_map(|id| id.trim().parse().ok()).collect()
+        list.iter()
+            .filter_map(|id| id.trim().parse().ok())
+            .collect()
     }
 }
 

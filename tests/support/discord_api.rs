@@ -2,6 +2,9 @@
 //! envelopes (`{"message","code"}`, 429 with `retry_after` and `X-RateLimit-*` headers), and the
 //! JSON objects (users, channels, messages) shared with the gateway half.
 
+// Handlers return the finished error response early; its size does not matter in a test fake.
+#![allow(clippy::result_large_err)]
+
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -98,7 +101,11 @@ pub fn message(id: u64, channel: u64, author: Value, content: &str) -> Value {
 
 fn error(status: u16, code: u64, message: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, axum::Json(json!({"message": message, "code": code}))).into_response()
+    (
+        status,
+        axum::Json(json!({"message": message, "code": code})),
+    )
+        .into_response()
 }
 
 fn fault_response(fault: Fault) -> Response {
@@ -116,7 +123,10 @@ fn fault_response(fault: Fault) -> Response {
             h.insert("retry-after", ceil.parse().unwrap());
             h.insert("x-ratelimit-limit", "5".parse().unwrap());
             h.insert("x-ratelimit-remaining", "0".parse().unwrap());
-            h.insert("x-ratelimit-reset-after", format!("{secs:.3}").parse().unwrap());
+            h.insert(
+                "x-ratelimit-reset-after",
+                format!("{secs:.3}").parse().unwrap(),
+            );
             h.insert("x-ratelimit-bucket", "fake-bucket".parse().unwrap());
             h.insert("x-ratelimit-scope", "user".parse().unwrap());
             r
@@ -126,7 +136,13 @@ fn fault_response(fault: Fault) -> Response {
 }
 
 /// Record the call, check the token, apply an injected fault. `Err` is the response to give.
-fn admit(st: &St, op: &str, method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Response> {
+fn admit(
+    st: &St,
+    op: &str,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<(), Response> {
     let mut s = lock(st);
     let authorized = op == "callback"
         || headers
@@ -186,8 +202,19 @@ async fn me(State(st): State<St>, method: Method, headers: HeaderMap) -> Respons
     axum::Json(bot_user()).into_response()
 }
 
-async fn get_channel(State(st): State<St>, Path(id): Path<String>, method: Method, headers: HeaderMap) -> Response {
-    if let Err(r) = admit(&st, "get_channel", &method, &format!("/channels/{id}"), &headers) {
+async fn get_channel(
+    State(st): State<St>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "get_channel",
+        &method,
+        &format!("/channels/{id}"),
+        &headers,
+    ) {
         return r;
     }
     let id = match parse_id(&id) {
@@ -200,18 +227,49 @@ async fn get_channel(State(st): State<St>, Path(id): Path<String>, method: Metho
     }
 }
 
-async fn get_member(State(st): State<St>, Path((guild, uid)): Path<(String, String)>, method: Method, headers: HeaderMap) -> Response {
-    if let Err(r) = admit(&st, "get_member", &method, &format!("/guilds/{guild}/members/{uid}"), &headers) {
+async fn get_member(
+    State(st): State<St>,
+    Path((guild, uid)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "get_member",
+        &method,
+        &format!("/guilds/{guild}/members/{uid}"),
+        &headers,
+    ) {
         return r;
     }
-    let roles = if uid == BOT_ID.to_string() { vec![BOT_ROLE] } else { vec![] };
+    let roles = if uid == BOT_ID.to_string() {
+        vec![BOT_ROLE]
+    } else {
+        vec![]
+    };
     let mut m = member(&roles);
-    m["user"] = if uid == BOT_ID.to_string() { bot_user() } else { user(uid.parse().unwrap_or(1), "someone", false) };
+    m["user"] = if uid == BOT_ID.to_string() {
+        bot_user()
+    } else {
+        user(uid.parse().unwrap_or(1), "someone", false)
+    };
     axum::Json(m).into_response()
 }
 
-async fn create_message(State(st): State<St>, Path(channel): Path<String>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = admit(&st, "create_message", &method, &format!("/channels/{channel}/messages"), &headers) {
+async fn create_message(
+    State(st): State<St>,
+    Path(channel): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "create_message",
+        &method,
+        &format!("/channels/{channel}/messages"),
+        &headers,
+    ) {
         return r;
     }
     let channel = match parse_id(&channel) {
@@ -235,7 +293,9 @@ async fn create_message(State(st): State<St>, Path(channel): Path<String>, metho
         return error(404, 10003, "Unknown Channel");
     }
     let id = snowflake(&mut s);
-    let reference = req["message_reference"]["message_id"].as_str().and_then(|m| m.parse().ok());
+    let reference = req["message_reference"]["message_id"]
+        .as_str()
+        .and_then(|m| m.parse().ok());
     let mut msg = message(id, channel, bot_user(), &content);
     msg["components"] = req.get("components").cloned().unwrap_or(json!([]));
     s.sent.push(SentMessage {
@@ -252,8 +312,20 @@ async fn create_message(State(st): State<St>, Path(channel): Path<String>, metho
     axum::Json(msg).into_response()
 }
 
-async fn edit_message(State(st): State<St>, Path((channel, mid)): Path<(String, String)>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = admit(&st, "edit_message", &method, &format!("/channels/{channel}/messages/{mid}"), &headers) {
+async fn edit_message(
+    State(st): State<St>,
+    Path((channel, mid)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "edit_message",
+        &method,
+        &format!("/channels/{channel}/messages/{mid}"),
+        &headers,
+    ) {
         return r;
     }
     let (Ok(channel), Ok(mid)) = (parse_id(&channel), mid.parse::<u64>()) else {
@@ -261,7 +333,11 @@ async fn edit_message(State(st): State<St>, Path((channel, mid)): Path<(String, 
     };
     let req: Value = serde_json::from_slice(&body).unwrap_or_default();
     let mut s = lock(&st);
-    let Some(msg) = s.messages.get_mut(&mid).filter(|m| m["channel_id"] == channel.to_string()) else {
+    let Some(msg) = s
+        .messages
+        .get_mut(&mid)
+        .filter(|m| m["channel_id"].as_str().and_then(|c| c.parse::<u64>().ok()) == Some(channel))
+    else {
         return error(404, 10008, "Unknown Message");
     };
     if let Some(c) = req["content"].as_str() {
@@ -283,8 +359,19 @@ async fn edit_message(State(st): State<St>, Path((channel, mid)): Path<(String, 
     axum::Json(msg).into_response()
 }
 
-async fn typing(State(st): State<St>, Path(channel): Path<String>, method: Method, headers: HeaderMap) -> Response {
-    if let Err(r) = admit(&st, "typing", &method, &format!("/channels/{channel}/typing"), &headers) {
+async fn typing(
+    State(st): State<St>,
+    Path(channel): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "typing",
+        &method,
+        &format!("/channels/{channel}/typing"),
+        &headers,
+    ) {
         return r;
     }
     let Ok(channel) = parse_id(&channel) else {
@@ -298,8 +385,20 @@ async fn typing(State(st): State<St>, Path(channel): Path<String>, method: Metho
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn start_thread(State(st): State<St>, Path((channel, mid)): Path<(String, String)>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = admit(&st, "start_thread", &method, &format!("/channels/{channel}/messages/{mid}/threads"), &headers) {
+async fn start_thread(
+    State(st): State<St>,
+    Path((channel, mid)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "start_thread",
+        &method,
+        &format!("/channels/{channel}/messages/{mid}/threads"),
+        &headers,
+    ) {
         return r;
     }
     let (Ok(channel), Ok(mid)) = (parse_id(&channel), mid.parse::<u64>()) else {
@@ -310,9 +409,15 @@ async fn start_thread(State(st): State<St>, Path((channel, mid)): Path<(String, 
     let thread = {
         let mut s = lock(&st);
         if s.channels.contains_key(&mid) {
-            return error(400, 160004, "A thread has already been created for this message");
+            return error(
+                400,
+                160004,
+                "A thread has already been created for this message",
+            );
         }
-        if !s.messages.get(&mid).is_some_and(|m| m["channel_id"] == channel.to_string()) {
+        if !s.messages.get(&mid).is_some_and(|m| {
+            m["channel_id"].as_str().and_then(|c| c.parse::<u64>().ok()) == Some(channel)
+        }) {
             return error(404, 10008, "Unknown Message");
         }
         let thread = thread_channel(mid, channel, BOT_ID, &name);
@@ -326,13 +431,29 @@ async fn start_thread(State(st): State<St>, Path((channel, mid)): Path<(String, 
     (StatusCode::CREATED, axum::Json(thread)).into_response()
 }
 
-async fn callback(State(st): State<St>, Path((id, token)): Path<(String, String)>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = admit(&st, "callback", &method, &format!("/interactions/{id}/***/callback"), &headers) {
+async fn callback(
+    State(st): State<St>,
+    Path((id, token)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "callback",
+        &method,
+        &format!("/interactions/{id}/***/callback"),
+        &headers,
+    ) {
         return r;
     }
     let req: Value = serde_json::from_slice(&body).unwrap_or_default();
     let mut s = lock(&st);
-    let Some(expected) = id.parse::<u64>().ok().and_then(|i| s.interaction_tokens.get(&i).cloned()) else {
+    let Some(expected) = id
+        .parse::<u64>()
+        .ok()
+        .and_then(|i| s.interaction_tokens.get(&i).cloned())
+    else {
         return error(404, 10062, "Unknown interaction");
     };
     if expected != token {
@@ -355,8 +476,14 @@ pub fn router(st: St) -> Router {
         .route("/api/v10/channels/{id}/messages", post(create_message))
         .route("/api/v10/channels/{id}/messages/{mid}", patch(edit_message))
         .route("/api/v10/channels/{id}/typing", post(typing))
-        .route("/api/v10/channels/{id}/messages/{mid}/threads", post(start_thread))
+        .route(
+            "/api/v10/channels/{id}/messages/{mid}/threads",
+            post(start_thread),
+        )
         .route("/api/v10/guilds/{guild}/members/{user}", get(get_member))
-        .route("/api/v10/interactions/{id}/{token}/callback", post(callback))
+        .route(
+            "/api/v10/interactions/{id}/{token}/callback",
+            post(callback),
+        )
         .with_state(st)
 }

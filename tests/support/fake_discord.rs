@@ -26,7 +26,6 @@ use super::discord_api::{
 };
 use super::fake_http::wait_for;
 
-
 /// Heartbeat interval announced in HELLO. Short, so a dead socket is noticed quickly.
 const HEARTBEAT_MS: u64 = 1500;
 
@@ -147,7 +146,9 @@ pub struct FakeDiscord {
 
 impl FakeDiscord {
     pub async fn start(token: &str) -> FakeDiscord {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let mut channels = HashMap::new();
         channels.insert(CHANNEL, text_channel(CHANNEL));
@@ -195,7 +196,11 @@ impl FakeDiscord {
     }
 
     pub fn fail_next(&self, op: &str, fault: Fault) {
-        self.state().faults.entry(op.into()).or_default().push_back(fault);
+        self.state()
+            .faults
+            .entry(op.into())
+            .or_default()
+            .push_back(fault);
     }
 
     pub fn sent(&self) -> Vec<SentMessage> {
@@ -214,7 +219,12 @@ impl FakeDiscord {
         self.state().threads_created.clone()
     }
     pub fn calls_of(&self, op: &str) -> Vec<Call> {
-        self.state().calls.iter().filter(|c| c.op == op).cloned().collect()
+        self.state()
+            .calls
+            .iter()
+            .filter(|c| c.op == op)
+            .cloned()
+            .collect()
     }
     pub fn identifies(&self) -> usize {
         self.state().identifies
@@ -234,18 +244,34 @@ impl FakeDiscord {
 
     /// Wait until a session is live (after IDENTIFY or RESUME) `n` times in total.
     pub async fn wait_sessions(&self, n: usize, timeout: Duration) {
-        wait_for(timeout, "gateway sessions", || {
-            let s = self.state();
-            (s.conn.is_some() && s.identifies + s.resumes >= n).then_some(())
-        }, || format!("identifies {}, resumes {}", self.identifies(), self.resumes()))
+        wait_for(
+            timeout,
+            "gateway sessions",
+            || {
+                let s = self.state();
+                (s.conn.is_some() && s.identifies + s.resumes >= n).then_some(())
+            },
+            || {
+                format!(
+                    "identifies {}, resumes {}",
+                    self.identifies(),
+                    self.resumes()
+                )
+            },
+        )
         .await;
     }
 
     pub async fn wait_sent(&self, n: usize, timeout: Duration) -> Vec<SentMessage> {
-        wait_for(timeout, "messages from the bot", || {
-            let sent = self.sent();
-            (sent.len() >= n).then_some(sent)
-        }, || format!("sent so far: {:#?}", self.sent()))
+        wait_for(
+            timeout,
+            "messages from the bot",
+            || {
+                let sent = self.sent();
+                (sent.len() >= n).then_some(sent)
+            },
+            || format!("sent so far: {:#?}", self.sent()),
+        )
         .await
     }
 
@@ -310,7 +336,15 @@ impl FakeDiscord {
     }
 
     /// A direct message with one attachment served by the fake CDN.
-    pub fn dm_with_file(&self, user_id: u64, name: &str, text: &str, file: &str, mime: &str, bytes: &[u8]) -> (u64, u64) {
+    pub fn dm_with_file(
+        &self,
+        user_id: u64,
+        name: &str,
+        text: &str,
+        file: &str,
+        mime: &str,
+        bytes: &[u8],
+    ) -> (u64, u64) {
         let channel = self.dm_channel(user_id);
         let mut m = self.new_message(channel, user_id, name, text);
         let url = format!("{}/attachments/{file}", self.api_url());
@@ -345,7 +379,11 @@ impl FakeDiscord {
             let id = snowflake(&mut s);
             let token = format!("interaction-token-{id}");
             s.interaction_tokens.insert(id, token.clone());
-            let shown = s.messages.get(&message_id).cloned().expect("no such message");
+            let shown = s
+                .messages
+                .get(&message_id)
+                .cloned()
+                .expect("no such message");
             (id, token, shown)
         };
         let channel: u64 = shown["channel_id"].as_str().unwrap().parse().unwrap();
@@ -383,7 +421,10 @@ impl FakeDiscord {
     }
 }
 
-async fn cdn(State(st): State<St>, axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+async fn cdn(
+    State(st): State<St>,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Response {
     use axum::response::IntoResponse;
     match lock(&st).files.get(&name) {
         Some(bytes) => bytes.clone().into_response(),

@@ -62,7 +62,12 @@ impl Channels {
 
     /// Where `channel` is; a server channel that cannot be looked up counts as a plain channel
     /// (and is asked about again next time).
-    pub(crate) async fn place(&self, rest: &Rest, channel: ChannelId, guild: Option<GuildId>) -> Place {
+    pub(crate) async fn place(
+        &self,
+        rest: &Rest,
+        channel: ChannelId,
+        guild: Option<GuildId>,
+    ) -> Place {
         if guild.is_none() {
             return Place::Direct;
         }

@@ -33,7 +33,9 @@ pub fn to_discord_markdown(markdown: &str) -> String {
                 out.push_str(line);
                 continue;
             }
-            None if marker.len() >= 3 && marker.chars().all(|c| c == marker.as_bytes()[0] as char) => {
+            None if marker.len() >= 3
+                && marker.chars().all(|c| c == marker.as_bytes()[0] as char) =>
+            {
                 fence = Some(marker);
                 out.push_str(line);
                 continue;
@@ -91,7 +93,10 @@ mod tests {
 
     #[test]
     fn deep_headings_become_bold_and_shallow_ones_stay() {
-        assert_eq!(to_discord_markdown("## Plan\n#### Step"), "## Plan\n**Step**");
+        assert_eq!(
+            to_discord_markdown("## Plan\n#### Step"),
+            "## Plan\n**Step**"
+        );
     }
 
     #[test]

@@ -91,7 +91,12 @@ fn clean_text(m: &DiscordMessage, me: u64, bot_roles: &[u64]) -> String {
     }
     // Tidy only the spaces the removal left, keeping line breaks (code blocks).
     text.lines()
-        .map(|l| l.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" "))
+        .map(|l| {
+            l.split(' ')
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect::<Vec<_>>()
         .join("\n")
         .trim()

@@ -145,7 +145,10 @@ impl DiscordAdapter {
     }
 
     fn thread_known(&self, id: u64) -> bool {
-        self.threads.lock().map(|t| t.contains(&id)).unwrap_or(false)
+        self.threads
+            .lock()
+            .map(|t| t.contains(&id))
+            .unwrap_or(false)
     }
 
     fn remember_thread(&self, id: u64) {

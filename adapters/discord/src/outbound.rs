@@ -56,7 +56,9 @@ fn components(out: &Outbound) -> Result<Option<Value>, SendError> {
                 )));
             }
             let label: String = b.label.chars().take(MAX_LABEL).collect();
-            buttons.push(json!({"type": 2, "style": BUTTON_STYLE, "label": label, "custom_id": b.data}));
+            buttons.push(
+                json!({"type": 2, "style": BUTTON_STYLE, "label": label, "custom_id": b.data}),
+            );
         }
         rows.push(json!({"type": 1, "components": buttons}));
     }
@@ -103,7 +105,12 @@ fn thread_name(text: &str) -> String {
 
 /// Make sure the thread an answer goes to exists: an auto-thread is started from the message
 /// that asked (whose id the thread takes) the first time something is sent to it.
-async fn ensure_thread(a: &DiscordAdapter, chat: u64, thread: u64, text: &str) -> Result<(), SendError> {
+async fn ensure_thread(
+    a: &DiscordAdapter,
+    chat: u64,
+    thread: u64,
+    text: &str,
+) -> Result<(), SendError> {
     if a.thread_known(thread) {
         return Ok(());
     }
@@ -120,7 +127,13 @@ async fn ensure_thread(a: &DiscordAdapter, chat: u64, thread: u64, text: &str) -
         Ok(_) => {
             tracing::debug!(chat, thread, "started a thread for the answer");
             let owner = a.identity().map(|me| me.id);
-            a.channels.remember(thread, Place::Thread { parent: chat, owner });
+            a.channels.remember(
+                thread,
+                Place::Thread {
+                    parent: chat,
+                    owner,
+                },
+            );
         }
         // Already started (a resent answer), or not a message of the chat: an existing thread.
         Err(SendError::Permanent(m)) if m.contains(THREAD_ALREADY_CREATED) => {}
@@ -158,7 +171,12 @@ pub(crate) async fn send(a: &DiscordAdapter, out: &Outbound) -> Result<SentId, S
     }))
 }
 
-pub(crate) async fn edit(rest: &Rest, chat: &ChatId, id: &SentId, text: &str) -> Result<(), SendError> {
+pub(crate) async fn edit(
+    rest: &Rest,
+    chat: &ChatId,
+    id: &SentId,
+    text: &str,
+) -> Result<(), SendError> {
     let (channel, message) = match id.0.split_once('/') {
         Some((c, m)) => (snowflake(c, "channel")?, snowflake(m, "message")?),
         None => (
@@ -212,7 +230,11 @@ pub(crate) async fn typing(
 
 /// Acknowledge a button press without changing the message (type 6, deferred update); the
 /// answer, if any, follows as a normal message.
-pub(crate) async fn acknowledge(rest: &Rest, interaction: InteractionId, token: &str) -> Result<(), SendError> {
+pub(crate) async fn acknowledge(
+    rest: &Rest,
+    interaction: InteractionId,
+    token: &str,
+) -> Result<(), SendError> {
     let req = Request::new(
         Route::InteractionResponse {
             interaction_id: interaction,
@@ -246,7 +268,12 @@ mod tests {
         let mut out = Outbound::text("10".into(), "hi", "k");
         out.reply_to = Some("55".into());
         out.thread = Some("55".into());
-        assert!(payload(&out, 55).unwrap().get("message_reference").is_none());
+        assert!(
+            payload(&out, 55)
+                .unwrap()
+                .get("message_reference")
+                .is_none()
+        );
     }
 
     #[test]
@@ -259,7 +286,10 @@ mod tests {
         out.buttons = vec![vec![b("Yes", "ap:1:o"), b("No", "ap:1:d")]];
         let body = payload(&out, 10).unwrap();
         assert_eq!(body["components"][0]["type"], 1);
-        assert_eq!(body["components"][0]["components"][1]["custom_id"], "ap:1:d");
+        assert_eq!(
+            body["components"][0]["components"][1]["custom_id"],
+            "ap:1:d"
+        );
         out.buttons = vec![vec![b("x", &"d".repeat(101))]];
         assert!(matches!(payload(&out, 10), Err(SendError::Permanent(_))));
     }

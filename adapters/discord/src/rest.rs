@@ -52,7 +52,10 @@ impl Rest {
     }
 
     pub(crate) async fn current_user(&self) -> Result<CurrentUser, SendError> {
-        self.http.get_current_user().await.map_err(classify_serenity)
+        self.http
+            .get_current_user()
+            .await
+            .map_err(classify_serenity)
     }
 
     /// Execute `req`; a non-success answer becomes a classified error.
@@ -74,12 +77,7 @@ impl Rest {
 
     /// Execute `req` and parse the JSON answer.
     pub(crate) async fn json<T: DeserializeOwned>(&self, req: Request<'_>) -> Result<T, SendError> {
-        let bytes = self
-            .call(req)
-            .await?
-            .bytes()
-            .await
-            .map_err(network)?;
+        let bytes = self.call(req).await?.bytes().await.map_err(network)?;
         serde_json::from_slice(&bytes)
             .map_err(|e| SendError::Transient(format!("unreadable answer from Discord: {e}")))
     }
@@ -100,7 +98,13 @@ impl Rest {
             .await
             .map_err(network)?;
         if !response.status().is_success() {
-            return Err(classify(response.status().as_u16(), 0, "download failed", false, None));
+            return Err(classify(
+                response.status().as_u16(),
+                0,
+                "download failed",
+                false,
+                None,
+            ));
         }
         if response.content_length().is_some_and(|n| n > max_bytes) {
             return Err(SendError::TooLong);
@@ -211,7 +215,13 @@ mod tests {
     #[test]
     fn answers_are_classified() {
         assert_eq!(
-            classify(429, 0, "slow down", false, Some(Duration::from_millis(1500))),
+            classify(
+                429,
+                0,
+                "slow down",
+                false,
+                Some(Duration::from_millis(1500))
+            ),
             SendError::RetryAfter(Duration::from_millis(1500))
         );
         assert!(matches!(

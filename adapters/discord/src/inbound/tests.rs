@@ -52,7 +52,12 @@ fn convert(v: Value, place: Place, s: &DiscordSettings) -> Option<Message> {
 
 #[test]
 fn a_direct_message_is_direct_and_keyed_by_its_channel() {
-    let m = convert(raw(1, 42, ALICE, "hello", false), Place::Direct, &settings()).unwrap();
+    let m = convert(
+        raw(1, 42, ALICE, "hello", false),
+        Place::Direct,
+        &settings(),
+    )
+    .unwrap();
     assert_eq!(m.trigger, Trigger::Direct);
     assert_eq!(m.chat.kind, ChatKind::Direct);
     assert_eq!(m.chat.id.as_str(), "42");
@@ -70,7 +75,13 @@ fn server_chatter_is_ambient_and_a_mention_addresses_the_bot() {
     assert_eq!(chatter.chat.kind, ChatKind::Group);
     assert_eq!(chatter.sender.display_name, "Ali");
 
-    let mut v = raw(2, CHANNEL, ALICE, "<@900> what do you think of <@222>?", true);
+    let mut v = raw(
+        2,
+        CHANNEL,
+        ALICE,
+        "<@900> what do you think of <@222>?",
+        true,
+    );
     v["mentions"] = json!([user(ME, "hermes", true), user(222, "bob", false)]);
     let m = convert(v, Place::Channel, &s).unwrap();
     assert_eq!(m.trigger, Trigger::Mention);
@@ -99,7 +110,8 @@ fn a_reply_to_the_bot_addresses_it() {
     let mut earlier = raw(4, CHANNEL, ME, "first answer", true);
     earlier["author"] = user(ME, "hermes", true);
     v["type"] = json!(19);
-    v["message_reference"] = json!({"type": 0, "message_id": "4", "channel_id": CHANNEL.to_string()});
+    v["message_reference"] =
+        json!({"type": 0, "message_id": "4", "channel_id": CHANNEL.to_string()});
     v["referenced_message"] = earlier;
     let m = convert(v, Place::Channel, &settings()).unwrap();
     assert_eq!(m.trigger, Trigger::ReplyToBot);
@@ -152,7 +164,14 @@ fn own_messages_system_messages_and_filtered_servers_are_dropped() {
     assert!(convert(join, Place::Channel, &s).is_none());
     let mut other_guild = settings();
     other_guild.allowed_guilds = vec![1];
-    assert!(convert(raw(3, CHANNEL, ALICE, "hi", true), Place::Channel, &other_guild).is_none());
+    assert!(
+        convert(
+            raw(3, CHANNEL, ALICE, "hi", true),
+            Place::Channel,
+            &other_guild
+        )
+        .is_none()
+    );
     // DMs pass the server filters.
     assert!(convert(raw(4, 42, ALICE, "hi", false), Place::Direct, &other_guild).is_some());
     let mut roles = settings();
