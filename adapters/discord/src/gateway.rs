@@ -37,7 +37,9 @@ enum Event {
     },
 }
 
-/// Forwards what the SDK dispatches (each event on a task of its own) into one ordered queue.
+/// Forwards what the SDK dispatches into one queue, stored in queue order. serenity spawns a
+/// task per event, in gateway order; two events arriving within microseconds could in principle
+/// reach the queue swapped (the only ordering hermes does not control here).
 struct Forward {
     tx: mpsc::Sender<Event>,
 }
