@@ -4,6 +4,7 @@
 
 pub mod daemon;
 pub mod discord_api;
+pub mod discord_world;
 pub mod fake_discord;
 pub mod fake_http;
 pub mod fake_llm;
