@@ -253,3 +253,28 @@ async fn a_mention_of_the_bots_role_is_answered() {
     assert_eq!(sent[0].content, "echo: bob: status report");
     assert_eq!(sent[0].reference, Some(id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attachment_over_the_size_cap_is_not_downloaded() {
+    let (mut w, dc) = world("[llm]\nvision = true\n").await;
+    let daemon = start(&mut w, &dc).await;
+    let channel = dc.dm_channel(ALICE);
+    let id = 900_000_000_000_200_000;
+    let mut msg = discord_api::message(
+        id,
+        channel,
+        discord_api::user(ALICE, "alice", false),
+        "huge picture",
+    );
+    msg["attachments"] = json!([{"id": "5", "filename": "huge.png", "size": 50_000_000,
+        "url": format!("{}/attachments/huge.png", dc.api_url()),
+        "proxy_url": "http://127.0.0.1:9/x", "content_type": "image/png"}]);
+    dc.dispatch("MESSAGE_CREATE", msg);
+    wait_sent(&dc, &daemon, 1).await;
+    let text = w.llm.requests()[0].last_user_text().unwrap_or_default();
+    assert!(text.contains("larger than"), "{text}");
+    assert!(
+        dc.calls_of("cdn").is_empty(),
+        "the file was not fetched at all"
+    );
+}

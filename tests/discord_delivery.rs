@@ -210,3 +210,23 @@ async fn a_rate_limited_edit_is_waited_out() {
     assert_eq!(edits[0].status, 429, "{edits:?}");
     assert_eq!(dc.sent().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_discord_token() {
+    let (mut w, dc) = world("").await;
+    let (status, stdout, stderr) = w.run(&["doctor"]);
+    assert!(status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("✓ discord: hermes-test (id 900000000000000001)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(support::daemon::TOKEN));
+    w.set_env("DISCORD_BOT_TOKEN", "wrong-token");
+    let (status, stdout, _) = w.run(&["doctor"]);
+    assert!(!status.success());
+    assert!(
+        stdout.contains("✗ discord: credentials rejected"),
+        "{stdout}"
+    );
+    assert!(!dc.calls_of("me").is_empty());
+}

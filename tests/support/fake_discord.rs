@@ -426,7 +426,15 @@ async fn cdn(
     axum::extract::Path(name): axum::extract::Path<String>,
 ) -> Response {
     use axum::response::IntoResponse;
-    match lock(&st).files.get(&name) {
+    let mut s = lock(&st);
+    s.calls.push(Call {
+        op: "cdn".into(),
+        method: "GET".into(),
+        path: format!("/attachments/{name}"),
+        status: 200,
+        at: Instant::now(),
+    });
+    match s.files.get(&name) {
         Some(bytes) => bytes.clone().into_response(),
         None => axum::http::StatusCode::NOT_FOUND.into_response(),
     }
