@@ -130,9 +130,7 @@ pub(crate) async fn run(
     let manager = client.shard_manager.clone();
     let mut gateway = tokio::spawn(async move { client.start().await });
     let mut tick = tokio::time::interval(TICK);
-    // Sessions that became live in this run; every one after the first followed an outage.
-    let mut sessions = 0u32;
-    let mut outage_reported = false;
+    let mut link = Link::default();
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
@@ -143,23 +141,19 @@ pub(crate) async fn run(
             }),
             Some(event) = rx.recv() => match event {
                 Event::Stage { old, new } => {
-                    if old == ConnectionStage::Connected && new != ConnectionStage::Connected && !outage_reported {
-                        tracing::warn!(stage = ?new, "Discord gateway disconnected; serenity is reconnecting");
-                        sink.disconnected(&format!("gateway disconnected ({new:?}); reconnecting"));
-                        outage_reported = true;
+                    if let Some(outage) = link.stage(old, new) {
+                        tracing::warn!("Discord {outage}");
+                        sink.disconnected(&outage);
                     }
                 }
                 Event::Session(new_session) => {
-                    sessions += 1;
-                    if sessions > 1 && !outage_reported {
-                        // The drop and the reconnect fell between two looks at the stage.
-                        tracing::warn!("Discord gateway disconnected; serenity reconnected");
-                        sink.disconnected("gateway disconnected; reconnected");
+                    if let Some(outage) = link.session() {
+                        tracing::warn!("Discord {outage}");
+                        sink.disconnected(&outage);
                     }
-                    if sessions > 1 {
+                    if link.sessions > 1 {
                         tracing::info!(resumed = !new_session, "Discord gateway back after an outage");
                     }
-                    outage_reported = false;
                     sink.heartbeat();
                 }
                 Event::Thread(thread) => {
@@ -192,6 +186,35 @@ pub(crate) async fn run(
         let _ = tokio::time::timeout(Duration::from_secs(5), gateway).await;
     }
     result
+}
+
+/// What the listener knows of its connection, to report each outage once.
+#[derive(Debug, Default)]
+struct Link {
+    /// Sessions that became live in this run; every one after the first followed an outage.
+    sessions: u32,
+    outage_reported: bool,
+}
+
+impl Link {
+    /// A stage change; `Some(reason)` when it is the start of an outage.
+    fn stage(&mut self, old: ConnectionStage, new: ConnectionStage) -> Option<String> {
+        let lost = old == ConnectionStage::Connected && new != ConnectionStage::Connected;
+        if !lost || self.outage_reported {
+            return None;
+        }
+        self.outage_reported = true;
+        Some(format!("gateway disconnected ({new:?}); reconnecting"))
+    }
+
+    /// A session became live (READY or RESUMED); `Some(reason)` for an outage not reported yet
+    /// (the drop and the reconnect fell between two stage updates).
+    fn session(&mut self) -> Option<String> {
+        self.sessions += 1;
+        let unreported = self.sessions > 1 && !self.outage_reported;
+        self.outage_reported = false;
+        unreported.then(|| "gateway disconnected; reconnected".to_owned())
+    }
 }
 
 /// Store one message, retrying while the inbox is unavailable. `false`: shut down meanwhile.
@@ -272,6 +295,21 @@ async fn deliver(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_outage_is_reported_once() {
+        use ConnectionStage::*;
+        let mut link = Link::default();
+        assert_eq!(link.stage(Identifying, Connected), None);
+        assert_eq!(link.session(), None, "the first session is no outage");
+        // A drop seen by a stage update, then the resume: one report.
+        assert!(link.stage(Connected, Resuming).is_some());
+        assert_eq!(link.stage(Resuming, Connecting), None);
+        assert_eq!(link.session(), None);
+        // A drop and resume between two stage updates: reported when the session is back.
+        assert!(link.session().is_some());
+        assert_eq!(link.sessions, 3);
+    }
 
     #[test]
     fn message_content_is_asked_for_only_when_configured() {

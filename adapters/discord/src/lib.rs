@@ -135,7 +135,9 @@ impl DiscordAdapter {
 
     async fn get_me(&self) -> Result<BotIdentity, AdapterError> {
         let user = self.rest.current_user().await.map_err(|e| match e {
-            SendError::Permanent(m) | SendError::Forbidden(m) => AdapterError::Unauthorized(m),
+            SendError::Permanent(m) if m.starts_with(rest::TOKEN_REJECTED) => {
+                AdapterError::Unauthorized(m)
+            }
             other => AdapterError::Transient(other.to_string()),
         })?;
         Ok(BotIdentity {

@@ -13,6 +13,9 @@ use serenity::model::user::CurrentUser;
 /// Discord's error code for "Invalid Form Body" (a field too long, among others).
 const INVALID_FORM_BODY: isize = 50035;
 
+/// How a 401 answer starts (the listener reports it as rejected credentials).
+pub(crate) const TOKEN_REJECTED: &str = "the bot token was rejected";
+
 /// How long a REST call may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -199,7 +202,7 @@ pub(crate) fn classify(
     let what = format!("{message} (HTTP {status}, code {code})");
     match status {
         429 => SendError::RetryAfter(retry_after.unwrap_or(Duration::from_secs(1))),
-        401 => SendError::Permanent(format!("the bot token was rejected: {what}")),
+        401 => SendError::Permanent(format!("{TOKEN_REJECTED}: {what}")),
         403 => SendError::Forbidden(what),
         404 => SendError::NotFound(what),
         400 if code == INVALID_FORM_BODY && too_long => SendError::TooLong,
