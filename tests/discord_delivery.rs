@@ -230,3 +230,14 @@ async fn doctor_checks_the_discord_token() {
     );
     assert!(!dc.calls_of("me").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_gateway_url_wins_over_the_announced_one() {
+    let (mut w, dc) = world("").await;
+    dc.announce_gateway("ws://127.0.0.1:9/nowhere");
+    w.set_env("DISCORD_GATEWAY_URL", &dc.gateway_url());
+    let daemon = start(&mut w, &dc).await;
+    dc.dm(ALICE, "alice", "through the configured gateway");
+    let sent = wait_sent(&dc, &daemon, 1).await;
+    assert_eq!(sent[0].content, "echo: through the configured gateway");
+}

@@ -62,6 +62,12 @@ fn discord_adapter(
         hermes_discord::DiscordSettings {
             token: c.bot_token.expose().to_owned(),
             api_url,
+            gateway_url: c
+                .gateway_url
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("discord.gateway_url: {e}"))?,
             allowed_guilds: DiscordConfig::ids(&c.allowed_guilds),
             allowed_roles: DiscordConfig::ids(&c.allowed_roles),
             free_response_channels: DiscordConfig::ids(&c.free_response_channels),

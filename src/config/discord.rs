@@ -26,6 +26,9 @@ pub struct DiscordConfig {
     /// REST base URL (a proxy, or a test fake); the gateway URL is asked from it.
     /// Env: `DISCORD_API_URL`.
     pub api_url: String,
+    /// Gateway websocket URL (`wss://…`); unset: the one `api_url` announces.
+    /// Env: `DISCORD_GATEWAY_URL`.
+    pub gateway_url: Option<String>,
     /// Channel ids where every message is for the bot, no mention needed.
     pub free_response_channels: Vec<String>,
     /// In server channels, answer only when mentioned, replied to, or in the bot's own thread.
@@ -46,6 +49,7 @@ impl Default for DiscordConfig {
             allowed_roles: Vec::new(),
             allowed_guilds: Vec::new(),
             api_url: "https://discord.com".into(),
+            gateway_url: None,
             free_response_channels: Vec::new(),
             require_mention: true,
             auto_thread: false,
@@ -90,6 +94,9 @@ impl DiscordConfig {
         if let Some(v) = env.var("DISCORD_API_URL") {
             self.api_url = v.trim().trim_end_matches('/').to_owned();
         }
+        if let Some(v) = env.var("DISCORD_GATEWAY_URL") {
+            self.gateway_url = Some(v.trim().to_owned());
+        }
         Ok(())
     }
 
@@ -112,6 +119,18 @@ impl DiscordConfig {
                         "`{id}` is not a numeric Discord id (turn on Developer Mode in Discord and use Copy ID)"
                     ),
                 ));
+            }
+        }
+        if let Some(url) = &self.gateway_url {
+            match url::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "ws" | "wss") && u.host().is_some() => {}
+                _ => {
+                    return Err(ConfigError::invalid(
+                        file,
+                        "discord.gateway_url",
+                        format!("`{url}` must be a ws:// or wss:// URL"),
+                    ));
+                }
             }
         }
         Ok(())
@@ -149,6 +168,16 @@ mod tests {
         let bad = [("DISCORD_ALLOWED_ROLES", "admins")];
         let e = c.overlay(&bad).unwrap_err();
         assert_eq!(e.key, "DISCORD_ALLOWED_ROLES");
+    }
+
+    #[test]
+    fn gateway_urls_are_websockets() {
+        let mut c = DiscordConfig::default();
+        c.overlay(&[("DISCORD_GATEWAY_URL", "wss://gw.example")])
+            .unwrap();
+        c.validate(None).unwrap();
+        c.gateway_url = Some("https://gw.example".into());
+        assert_eq!(c.validate(None).unwrap_err().key, "discord.gateway_url");
     }
 
     #[test]

@@ -284,6 +284,16 @@ impl FakeDiscord {
         }
     }
 
+    /// The gateway URL that `GET /gateway` announces (default: this fake's own).
+    pub fn announce_gateway(&self, url: &str) {
+        self.state().ws_url = url.to_owned();
+    }
+
+    /// This fake's own gateway URL.
+    pub fn gateway_url(&self) -> String {
+        format!("ws://127.0.0.1:{}/gateway", self.port)
+    }
+
     /// Forget the session, so a RESUME is refused (op 9) and the bot must IDENTIFY again.
     pub fn invalidate_session(&self) {
         self.state().session = None;

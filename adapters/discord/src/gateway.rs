@@ -127,6 +127,10 @@ pub(crate) async fn run(
     .event_handler(Forward { tx })
     .await
     .map_err(gateway_error)?;
+    if let Some(url) = &adapter.settings.gateway_url {
+        // The shard manager reads this shared URL when a shard connects.
+        *client.ws_url.lock().await = url.as_str().trim_end_matches('/').to_owned();
+    }
     let manager = client.shard_manager.clone();
     let mut gateway = tokio::spawn(async move { client.start().await });
     let mut tick = tokio::time::interval(TICK);

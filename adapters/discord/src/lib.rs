@@ -28,7 +28,8 @@
 //!
 //! `discord.api_url` (env `DISCORD_API_URL`, default `https://discord.com`) replaces the REST
 //! base: requests go to `{api_url}/api/v10/...`. The gateway URL is whatever that base answers
-//! to `GET /api/v10/gateway`, so a proxy or a fake decides where the websocket connects. With the
+//! to `GET /api/v10/gateway`, so a proxy or a fake decides where the websocket connects, unless
+//! `discord.gateway_url` (env `DISCORD_GATEWAY_URL`, `ws://` or `wss://`) names it. With the
 //! default URL serenity's own rate limiter waits out Discord's buckets; with any other URL
 //! serenity disables its limiter (it cannot route it through the proxy), so a 429 comes back to
 //! hermes as [`SendError::RetryAfter`] with Discord's `retry_after`, and the outbox waits.
@@ -70,6 +71,8 @@ pub struct DiscordSettings {
     pub token: String,
     /// REST base URL, [`DEFAULT_API_URL`] unless behind a proxy.
     pub api_url: url::Url,
+    /// Gateway websocket URL; `None`: the one the REST base announces.
+    pub gateway_url: Option<url::Url>,
     /// Servers the bot answers in; empty: every server it was added to.
     pub allowed_guilds: Vec<u64>,
     /// In servers, only members with one of these roles are heard; empty: no role needed.
@@ -89,6 +92,10 @@ impl std::fmt::Debug for DiscordSettings {
         f.debug_struct("DiscordSettings")
             .field("token", &"***")
             .field("api_url", &self.api_url.as_str())
+            .field(
+                "gateway_url",
+                &self.gateway_url.as_ref().map(url::Url::as_str),
+            )
             .field("allowed_guilds", &self.allowed_guilds)
             .field("allowed_roles", &self.allowed_roles)
             .field("free_response_channels", &self.free_response_channels)
@@ -235,6 +242,7 @@ mod tests {
         let s = DiscordSettings {
             token: "secret-token".into(),
             api_url: DEFAULT_API_URL.parse().unwrap(),
+            gateway_url: None,
             allowed_guilds: vec![],
             allowed_roles: vec![],
             free_response_channels: vec![],

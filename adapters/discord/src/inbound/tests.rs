@@ -12,6 +12,7 @@ fn settings() -> DiscordSettings {
     DiscordSettings {
         token: "t".into(),
         api_url: crate::DEFAULT_API_URL.parse().unwrap(),
+        gateway_url: None,
         allowed_guilds: vec![],
         allowed_roles: vec![],
         free_response_channels: vec![],
