@@ -278,3 +278,25 @@ async fn an_attachment_over_the_size_cap_is_not_downloaded() {
         "the file was not fetched at all"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_bots_are_not_answered() {
+    let (mut w, dc) = world("[gateway]\nallow_all_users = true\n").await;
+    let daemon = start(&mut w, &dc).await;
+    let mut msg = discord_api::message(
+        900_000_000_000_300_000,
+        GUILD_CHANNEL,
+        discord_api::user(BOB, "other-bot", true),
+        &format!("<@{}> ping", discord_api::BOT_ID),
+    );
+    msg["guild_id"] = json!(discord_api::GUILD.to_string());
+    msg["member"] = discord_api::member(&[]);
+    msg["mentions"] = json!([discord_api::bot_user()]);
+    dc.dispatch("MESSAGE_CREATE", msg);
+    dc.dm(ALICE, "alice", "sentinel");
+    let sent = wait_sent(&dc, &daemon, 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(texts(&dc.sent()), ["echo: sentinel"]);
+    assert_eq!(sent[0].channel_id, dc.dm_channel(ALICE));
+    assert_eq!(w.llm.requests().len(), 1);
+}
