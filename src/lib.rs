@@ -12,6 +12,7 @@ pub mod gateway;
 pub mod llm;
 pub mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod policy;
 pub mod skills;
 pub mod store;

@@ -38,16 +38,35 @@ pub fn scrub(text: &str) -> String {
     out
 }
 
-/// Install the global subscriber.
-pub fn init() {
+/// How log lines look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (journald adds its own timestamps).
+    #[default]
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// Install the global subscriber. Message texts are logged only at debug level.
+pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_env("HERMES_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("info,hyper=warn,reqwest=warn,teloxide=warn"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(Scrubbing)
-        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
-        .init();
+        .with_writer(Scrubbing);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 /// Writes log lines to stderr through [`scrub`].

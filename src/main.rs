@@ -8,7 +8,7 @@ fn main() -> ExitCode {
     let cli = hermes::cli::Cli::parse();
     // Two TLS backends are linked (via different HTTP stacks); pick one for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    hermes::logging::init();
+    hermes::logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -155,7 +155,9 @@ async fn the_same_update_delivered_twice_is_answered_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_outage_is_told_to_the_user_and_the_daemon_keeps_going() {
-    let mut w = World::new("[llm]\nmax_retries = 1\n").await;
+    // No patience: the failure is reported at once and the message is not retried by itself.
+    let mut w =
+        World::new("[llm]\nmax_retries = 1\n[gateway]\noutage_patience_minutes = 0\n").await;
     w.llm.push(Reply::error(
         500,
         serde_json::json!({"error": {"message": "boom", "type": "server_error"}}),
@@ -191,6 +193,35 @@ async fn a_provider_outage_is_told_to_the_user_and_the_daemon_keeps_going() {
         last.messages()
             .iter()
             .any(|m| m["content"] == "are you there?")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_a_provider_outage_messages_wait_and_are_answered_after_it_with_one_notice() {
+    let mut w = World::new("[llm]\nmax_retries = 1\n").await;
+    for _ in 0..4 {
+        w.llm.push(Reply::error(
+            503,
+            serde_json::json!({"error": {"message": "overloaded", "type": "server_error"}}),
+        ));
+    }
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "are you there?");
+    // Two turns fail (two calls each); the third, 5 s later, gets through.
+    let sent = w.tg.wait_sent(2, Duration::from_secs(30)).await;
+    assert!(
+        sent[0].visible_text.starts_with("⏳"),
+        "{}",
+        sent[0].visible_text
+    );
+    assert_eq!(sent[1].visible_text, "echo: are you there?");
+    assert_eq!(w.llm.requests().len(), 5);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        w.tg.sent().len(),
+        2,
+        "one notice, one answer: {:?}",
+        w.tg.sent()
     );
 }
 

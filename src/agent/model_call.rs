@@ -57,6 +57,21 @@ impl Agent {
         deltas: Option<&DeltaSink>,
         late: &(dyn Fn() + Sync),
     ) -> Result<ChatResponse, LlmError> {
+        let result = self.call_chain(request, deltas, late).await;
+        let m = crate::metrics::metrics();
+        match &result {
+            Ok(r) => m.record_usage(&r.usage),
+            Err(e) => m.record_llm_error(e),
+        }
+        result
+    }
+
+    async fn call_chain(
+        &self,
+        request: &ChatRequest,
+        deltas: Option<&DeltaSink>,
+        late: &(dyn Fn() + Sync),
+    ) -> Result<ChatResponse, LlmError> {
         let on_retry = |_: &LlmError| late();
         let first = call_with_retry(
             self.provider.as_ref(),

@@ -39,6 +39,9 @@ pub struct TurnInput<'a> {
     pub deltas: Option<crate::llm::DeltaSink>,
     /// The chat the turn answers in (tools that act later, like scheduled jobs, deliver there).
     pub chat: Option<crate::tools::ChatRef>,
+    /// Set once the user was told the answer will be late; shared by the retries of the same
+    /// messages during a provider outage, so they are told once.
+    pub late_notice: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A user message a turn answers.
@@ -136,7 +139,7 @@ impl Agent {
             extra_usage: Usage::default(),
             extra_iterations: 0,
             deltas: input.deltas,
-            late_sent: Default::default(),
+            late_sent: input.late_notice.clone(),
         };
         run.drive(messages).await
     }

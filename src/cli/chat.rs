@@ -111,6 +111,7 @@ async fn turn(
             control,
             deltas: None,
             chat: None,
+            late_notice: Default::default(),
         })
         .await;
     ctrl_c.abort();

@@ -63,6 +63,18 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
+            "slack: {}",
+            if c.slack.is_active() {
+                format!(
+                    "on, {}, {} allowed user(s)",
+                    c.slack.mode(),
+                    c.slack.allowed_users.len()
+                )
+            } else {
+                "off (set SLACK_BOT_TOKEN)".to_owned()
+            }
+        ),
+        format!(
             "access: {}",
             if c.gateway.allow_all_users {
                 "everyone (allow_all_users = true)".to_owned()
@@ -135,7 +147,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => r.fail(
             "platforms",
-            "none configured (set TELEGRAM_BOT_TOKEN or DISCORD_BOT_TOKEN)",
+            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN)",
         ),
         Ok(adapters) => {
             for a in adapters {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, Reloader};
 use crate::store::Store;
 
 /// The adapters the configuration enables (and this build includes).
@@ -46,6 +46,14 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
                 .into(),
         );
     }
+    if config.slack.is_active() {
+        #[cfg(feature = "slack")]
+        adapters.push(Arc::new(slack_adapter(&config.slack)?));
+        #[cfg(not(feature = "slack"))]
+        return Err(
+            "SLACK_BOT_TOKEN is set but this hermes was built without the `slack` feature".into(),
+        );
+    }
     Ok(adapters)
 }
 
@@ -78,7 +86,34 @@ fn discord_adapter(
     ))
 }
 
-pub(super) async fn gateway(config: Config) -> ExitCode {
+#[cfg(feature = "slack")]
+fn slack_adapter(c: &crate::config::SlackConfig) -> Result<hermes_slack::SlackAdapter, String> {
+    use hermes_slack::{SlackAdapter, SlackMode, SlackSettings};
+    let mode = if !c.app_token.is_empty() {
+        SlackMode::Socket {
+            app_token: c.app_token.expose().to_owned(),
+        }
+    } else {
+        SlackMode::Events {
+            signing_secret: c.signing_secret.expose().to_owned(),
+            listen: c
+                .events_listen
+                .parse()
+                .map_err(|e| format!("slack.events_listen: {e}"))?,
+        }
+    };
+    SlackAdapter::new(SlackSettings {
+        bot_token: c.bot_token.expose().to_owned(),
+        mode,
+        api_url: c.api_url.clone(),
+        allowed_channels: c.allowed_channels.clone(),
+        allowed_teams: c.allowed_teams.clone(),
+        reply_in_thread: c.reply_in_thread,
+        socket_idle: std::time::Duration::from_secs(c.socket_idle_secs),
+    })
+}
+
+pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) -> ExitCode {
     let provider = match super::provider(&config) {
         Ok(p) => p,
         Err(code) => return code,
@@ -86,7 +121,7 @@ pub(super) async fn gateway(config: Config) -> ExitCode {
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or DISCORD_BOT_TOKEN (from the Discord developer portal), or the bot_token of [telegram] or [discord] in the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) or SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), or the [telegram] / [discord] / [slack] section of the config file"
             );
             return ExitCode::from(2);
         }
@@ -111,11 +146,33 @@ pub(super) async fn gateway(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let gateway = Gateway::new(config, store, agent, adapters);
+    let (reload_tx, reload_rx) = tokio::sync::mpsc::channel(1);
+    let reloader = Reloader {
+        load: Box::new(move || {
+            super::load_config(path.as_deref()).map_err(|e| format!("configuration error: {e}"))
+        }),
+        adapters: Box::new(self::adapters),
+        signal: reload_rx,
+    };
+    let gateway = Gateway::new(config, store, agent, adapters).with_reloader(reloader);
     let shutdown = CancellationToken::new();
     tokio::spawn(watch_signals(shutdown.clone()));
+    tokio::spawn(watch_reload(reload_tx));
     gateway.run(shutdown).await;
     ExitCode::SUCCESS
+}
+
+/// Each SIGHUP asks for a configuration reload (several quick ones coalesce).
+async fn watch_reload(reload: tokio::sync::mpsc::Sender<()>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot install the SIGHUP handler; reloads are unavailable");
+        return;
+    };
+    while hup.recv().await.is_some() {
+        tracing::info!("SIGHUP received");
+        let _ = reload.try_send(());
+    }
 }
 
 /// First SIGINT/SIGTERM: graceful shutdown. A second one: exit at once (work is stored and

@@ -4,8 +4,10 @@ mod chat;
 mod cron;
 mod doctor;
 mod gateway;
+mod service;
 mod sessions;
 mod skills;
+mod status;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -17,6 +19,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
 pub use cron::CronAction;
+pub use service::ServiceAction;
 pub use sessions::SessionsAction;
 pub use skills::SkillsAction;
 
@@ -27,6 +30,15 @@ pub struct Cli {
     /// Configuration file (default: $HERMES_CONFIG, else $HERMES_HOME/config.toml).
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Log line format on stderr: `text`, or `json` (one object per line).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        env = "HERMES_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: crate::logging::LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -34,8 +46,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon in the foreground: receive messages on every configured platform and
-    /// answer them. Stops gracefully on SIGINT/SIGTERM.
-    Gateway,
+    /// answer them. Stops gracefully on SIGINT/SIGTERM; SIGHUP reloads the configuration.
+    /// `install` / `uninstall` set it up as a systemd service.
+    Gateway {
+        #[command(subcommand)]
+        action: Option<ServiceAction>,
+    },
+    /// Show the running daemon's health: adapters, queues, sessions, memory (from its admin
+    /// endpoint).
+    Status {
+        /// Print the raw JSON report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Talk to the agent in this terminal (same agent, tools and store; session `cli:<user>`).
     Chat,
     /// Inspect the configuration.
@@ -77,8 +100,15 @@ pub async fn run(cli: Cli) -> ExitCode {
             action: ConfigAction::Check,
         } => doctor::config_check(cli.config.as_deref()),
         Command::Doctor => doctor::doctor(cli.config.as_deref()).await,
-        Command::Gateway => match load(cli.config.as_deref()) {
-            Ok(config) => gateway::gateway(config).await,
+        Command::Gateway { action: None } => match load(cli.config.as_deref()) {
+            Ok(config) => gateway::gateway(config, cli.config.clone()).await,
+            Err(code) => code,
+        },
+        Command::Gateway {
+            action: Some(action),
+        } => exit_code(service::service(action)),
+        Command::Status { json } => match load(cli.config.as_deref()) {
+            Ok(config) => status::status(&config, json).await,
             Err(code) => code,
         },
         Command::Chat => match load(cli.config.as_deref()) {
@@ -126,13 +156,18 @@ fn emit(text: &str) -> Outcome {
 
 /// Load the configuration, printing one clear error.
 fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
-    let config = Config::load(path, &ProcessEnv).map_err(|e| {
+    load_config(path).map_err(|e| {
         eprintln!("hermes: configuration error: {e}");
         ExitCode::from(2)
-    })?;
-    crate::logging::register_secret(config.llm.api_key.expose());
-    crate::logging::register_secret(config.telegram.bot_token.expose());
-    crate::logging::register_secret(config.discord.bot_token.expose());
+    })
+}
+
+/// Load and validate the configuration; its secrets are never logged from now on.
+fn load_config(path: Option<&std::path::Path>) -> Result<Config, crate::config::ConfigError> {
+    let config = Config::load(path, &ProcessEnv)?;
+    for secret in config.secrets() {
+        crate::logging::register_secret(secret);
+    }
     Ok(config)
 }
 

@@ -136,6 +136,26 @@ impl DiscordConfig {
         Ok(())
     }
 
+    /// Feed the settings the adapter is built from (not the user allowlist, which the core
+    /// applies) to `h`, so a reload restarts the adapter only when they change.
+    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        (
+            self.enabled,
+            self.bot_token.expose(),
+            &self.api_url,
+            &self.gateway_url,
+        )
+            .hash(h);
+        (
+            &self.allowed_roles,
+            &self.allowed_guilds,
+            &self.free_response_channels,
+        )
+            .hash(h);
+        (self.require_mention, self.auto_thread, self.message_content).hash(h);
+    }
+
     /// Parsed id lists for the adapter (validated before).
     pub fn ids(list: &[String]) -> Vec<u64> {
         list.iter()
@@ -178,6 +198,24 @@ mod tests {
         c.validate(None).unwrap();
         c.gateway_url = Some("https://gw.example".into());
         assert_eq!(c.validate(None).unwrap_err().key, "discord.gateway_url");
+    }
+
+    #[test]
+    fn a_reload_restarts_discord_only_when_its_settings_change() {
+        let fp = |c: &DiscordConfig| {
+            let config = super::super::Config {
+                discord: c.clone(),
+                ..Default::default()
+            };
+            config.platform_fingerprint(hermes_adapter::Platform::Discord)
+        };
+        let base = DiscordConfig::default();
+        let mut users = base.clone();
+        users.allowed_users = vec!["5".into()];
+        assert_eq!(fp(&base), fp(&users), "the allowlist is the core's");
+        let mut threads = base.clone();
+        threads.auto_thread = true;
+        assert_ne!(fp(&base), fp(&threads));
     }
 
     #[test]

@@ -11,7 +11,9 @@ mod env;
 mod error;
 mod llm;
 mod secret;
+mod service;
 mod sessions;
+mod slack;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +30,9 @@ pub use discord::DiscordConfig;
 pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
+pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
+pub use slack::SlackConfig;
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -51,6 +55,9 @@ pub struct Config {
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
+    pub slack: SlackConfig,
+    pub admin: AdminConfig,
+    pub retention: RetentionConfig,
 }
 
 /// The agent's turn loop.
@@ -259,12 +266,16 @@ pub struct GatewayConfig {
     /// Agent turns running at once across all sessions.
     pub max_concurrent_turns: usize,
     /// An idle session's lane is dropped from memory after this long (its history stays stored).
-    pub session_idle_minutes: u64,
+    /// Fractions are allowed (`0.5` = 30 s).
+    pub session_idle_minutes: f64,
     /// On SIGTERM/SIGINT, how long running turns may take to finish before the daemon exits
     /// (unfinished work is resumed on the next start).
     pub shutdown_grace_secs: u64,
     /// Attempts to send one outbound message before it is marked failed.
     pub send_max_attempts: u32,
+    /// While the model provider is down (unavailable, rate limiting, timing out), messages wait
+    /// and are retried; after this many minutes of failures the user is told it failed.
+    pub outage_patience_minutes: u64,
 }
 
 impl Default for GatewayConfig {
@@ -275,9 +286,10 @@ impl Default for GatewayConfig {
             busy_mode: BusyMode::default(),
             group_sessions: GroupSessions::default(),
             max_concurrent_turns: 8,
-            session_idle_minutes: 60,
+            session_idle_minutes: 60.0,
             shutdown_grace_secs: 20,
             send_max_attempts: 8,
+            outage_patience_minutes: 60,
         }
     }
 }
@@ -313,6 +325,51 @@ impl Default for TelegramConfig {
 impl TelegramConfig {
     pub fn is_active(&self) -> bool {
         self.enabled && !self.bot_token.is_empty()
+    }
+}
+
+impl Config {
+    /// Every secret in the configuration (to keep them out of logs).
+    pub fn secrets(&self) -> Vec<&str> {
+        let mut all = vec![
+            self.llm.api_key.expose(),
+            self.telegram.bot_token.expose(),
+            self.discord.bot_token.expose(),
+            self.slack.bot_token.expose(),
+            self.slack.app_token.expose(),
+            self.slack.signing_secret.expose(),
+        ];
+        all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
+        all
+    }
+
+    /// A digest of the settings `platform`'s adapter was built from (not the allowlists, which
+    /// the core applies): a reload restarts the adapter when it changes.
+    pub fn platform_fingerprint(&self, platform: Platform) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        match platform {
+            Platform::Telegram => {
+                let t = &self.telegram;
+                (
+                    t.enabled,
+                    t.bot_token.expose(),
+                    &t.api_url,
+                    t.poll_timeout_secs,
+                )
+                    .hash(&mut h);
+            }
+            Platform::Discord => self.discord.hash_settings(&mut h),
+            Platform::Slack => {
+                let s = &self.slack;
+                (s.enabled, s.bot_token.expose(), s.app_token.expose()).hash(&mut h);
+                (s.signing_secret.expose(), &s.events_listen, &s.api_url).hash(&mut h);
+                (&s.allowed_channels, &s.allowed_teams, s.reply_in_thread).hash(&mut h);
+                s.socket_idle_secs.hash(&mut h);
+            }
+            _ => {}
+        }
+        h.finish()
     }
 }
 

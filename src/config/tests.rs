@@ -150,7 +150,49 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
         parsed.discord.message_content,
         defaults.discord.message_content
     );
+    assert_eq!(parsed.admin, defaults.admin);
+    assert_eq!(parsed.retention, defaults.retention);
+    assert_eq!(
+        parsed.gateway.outage_patience_minutes,
+        defaults.gateway.outage_patience_minutes
+    );
+    assert_eq!(parsed.slack.events_listen, defaults.slack.events_listen);
+    assert_eq!(parsed.slack.api_url, defaults.slack.api_url);
+    assert_eq!(parsed.slack.reply_in_thread, defaults.slack.reply_in_thread);
+    assert_eq!(
+        parsed.slack.socket_idle_secs,
+        defaults.slack.socket_idle_secs
+    );
     parsed.validate().unwrap();
+}
+
+#[test]
+fn slack_comes_from_the_environment_and_needs_a_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_str().unwrap();
+    let env = [
+        ("HERMES_HOME", home),
+        ("SLACK_BOT_TOKEN", "xoxb-1"),
+        ("SLACK_APP_TOKEN", "xapp-1"),
+        ("SLACK_ALLOWED_USERS", "U1,U2"),
+        ("SLACK_API_URL", "http://127.0.0.1:9/api/"),
+    ];
+    let c = Config::load(None, &env).unwrap();
+    assert!(c.slack.is_active());
+    assert_eq!(c.slack.mode(), "Socket Mode");
+    assert_eq!(c.slack.allowed_users, ["U1", "U2"]);
+    assert_eq!(c.slack.api_url, "http://127.0.0.1:9/api");
+    let err = Config::load(
+        None,
+        &[("HERMES_HOME", home), ("SLACK_BOT_TOKEN", "xoxb-1")],
+    )
+    .unwrap_err();
+    assert_eq!(err.key, "slack.app_token");
+    let err = parse("[slack]\nevents_listen = \"localhost\"\n")
+        .unwrap()
+        .validate()
+        .unwrap_err();
+    assert_eq!(err.key, "slack.events_listen");
 }
 
 #[test]

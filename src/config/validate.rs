@@ -21,6 +21,15 @@ impl Config {
                 );
             }
         }
+        if self.admin.enabled && self.admin.listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(
+                "admin.listen",
+                format!(
+                    "`{}` is not an address with a port (for example \"127.0.0.1:8790\")",
+                    self.admin.listen
+                ),
+            );
+        }
         if self.llm.model.trim().is_empty() {
             return bad(
                 "llm.model",
@@ -52,6 +61,9 @@ impl Config {
         }
         if self.gateway.max_concurrent_turns == 0 {
             return bad("gateway.max_concurrent_turns", "must be at least 1".into());
+        }
+        if self.gateway.session_idle_minutes.is_nan() || self.gateway.session_idle_minutes <= 0.0 {
+            return bad("gateway.session_idle_minutes", "must be above 0".into());
         }
         if self.gateway.send_max_attempts == 0 {
             return bad("gateway.send_max_attempts", "must be at least 1".into());
@@ -143,6 +155,51 @@ impl Config {
                 "telegram.allowed_users",
                 format!(
                     "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
+                ),
+            );
+        }
+        self.validate_slack()?;
+        Ok(())
+    }
+
+    fn validate_slack(&self) -> Result<(), ConfigError> {
+        let file = self.source.as_deref();
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        let s = &self.slack;
+        check_http_url(&s.api_url).or_else(|p| bad("slack.api_url", p))?;
+        if s.events_listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(
+                "slack.events_listen",
+                format!(
+                    "`{}` is not an address with a port (for example \"127.0.0.1:3000\")",
+                    s.events_listen
+                ),
+            );
+        }
+        if s.socket_idle_secs < 5 {
+            return bad("slack.socket_idle_secs", "must be at least 5".into());
+        }
+        if s.is_active() && s.app_token.is_empty() && s.signing_secret.is_empty() {
+            return bad(
+                "slack.app_token",
+                "a bot token is set but nothing receives events: set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (Events API)".into(),
+            );
+        }
+        if !s.app_token.is_empty() && !s.app_token.expose().starts_with("xapp-") {
+            return bad(
+                "slack.app_token",
+                "is not an app-level token (it starts with `xapp-`; create one under Basic Information > App-Level Tokens)".into(),
+            );
+        }
+        if let Some(id) = s
+            .allowed_users
+            .iter()
+            .find(|id| !id.chars().all(|c| c.is_ascii_alphanumeric()) || id.starts_with('@'))
+        {
+            return bad(
+                "slack.allowed_users",
+                format!(
+                    "`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"
                 ),
             );
         }

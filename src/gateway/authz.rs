@@ -39,6 +39,10 @@ impl Authorizer {
             Platform::Discord,
             config.discord.allowed_users.iter().cloned().collect(),
         );
+        per_platform.insert(
+            Platform::Slack,
+            config.slack.allowed_users.iter().cloned().collect(),
+        );
         Authorizer {
             allow_all: config.gateway.allow_all_users,
             global,

@@ -83,7 +83,7 @@ Commands:\n\
 /help — this message";
 
 async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
-    let default = shared.config.level(key.platform);
+    let default = shared.config().level(key.platform);
     if !arg.is_empty() {
         let level = match arg.trim().to_lowercase().as_str() {
             "default" | "reset" => None,
@@ -151,7 +151,7 @@ fn compress_later(shared: Arc<Shared>, msg: Message, key: SessionKey) {
 }
 
 async fn model(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
-    let llm = &shared.config.llm;
+    let llm = &shared.config().llm;
     let mut choices = vec![llm.model.clone()];
     choices.extend(llm.models.iter().filter(|m| **m != llm.model).cloned());
     let session = match shared.store.session_active(key).await {
@@ -199,7 +199,7 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
     let u = stats.usage;
     let model = session
         .model
-        .unwrap_or_else(|| shared.config.llm.model.clone());
+        .unwrap_or_else(|| shared.config().llm.model.clone());
     let cached_share = (u.cached_tokens * 100)
         .checked_div(u.prompt_tokens)
         .unwrap_or(0);
@@ -207,7 +207,7 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
         "This conversation: {} turns, {} tokens in ({} from cache, {cached_share}%), {} tokens out.",
         stats.turns, u.prompt_tokens, u.cached_tokens, u.completion_tokens
     );
-    match shared.config.llm.prices.get(&model) {
+    match shared.config().llm.prices.get(&model) {
         Some(p) => {
             let fresh = u.prompt_tokens.saturating_sub(u.cached_tokens) as f64;
             let fresh = fresh - u.cache_write_tokens as f64;

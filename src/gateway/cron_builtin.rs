@@ -23,12 +23,13 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
         .into_iter()
         .find(|j| j.name == CURATION);
     let wanted = shared
-        .config
+        .config()
         .cron
         .skill_curation
         .as_deref()
         .map(str::trim)
-        .filter(|s| !s.is_empty());
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
     match (existing, wanted) {
         (Some(job), None) => {
             shared.store.cron_delete(job.id).await?;
@@ -36,14 +37,17 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
         (Some(job), Some(schedule)) if job.schedule == schedule => {}
         (existing, Some(schedule)) => {
             let tz_name = shared
-                .config
+                .config()
                 .agent
                 .timezone
                 .clone()
                 .unwrap_or_else(|| "UTC".into());
             let tz = TimeZone::get(&tz_name).unwrap_or(TimeZone::UTC);
-            let (_, anchor, next) = match first_run(schedule, &tz, shared.agent.cron.clock.now_ms())
-            {
+            let (_, anchor, next) = match first_run(
+                &schedule,
+                &tz,
+                shared.agent.cron.clock.now_ms(),
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!(error = %e, "cron.skill_curation: invalid schedule; the curation job is off");
@@ -58,7 +62,7 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
                 .cron_create(CronJob {
                     id: 0,
                     name: CURATION.into(),
-                    schedule: schedule.into(),
+                    schedule,
                     timezone: tz_name,
                     prompt: CURATION_PROMPT.into(),
                     skills: Vec::new(),

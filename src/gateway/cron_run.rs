@@ -81,7 +81,7 @@ async fn resolve(
 async fn prompt(shared: &Shared, job: &CronJob) -> String {
     let mut text = String::new();
     if !job.skills.is_empty() {
-        let sources = crate::skills::SkillSources::for_home(&shared.config.home);
+        let sources = crate::skills::SkillSources::for_home(&shared.config().home);
         let library =
             tokio::task::spawn_blocking(move || crate::skills::SkillLibrary::load(&sources))
                 .await
@@ -142,6 +142,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
                     thread: o.thread.clone(),
                     user: o.user.clone(),
                 }),
+                late_notice: Default::default(),
             };
             let turn = tokio::time::timeout(
                 Duration::from_secs(job.timeout_secs),

@@ -20,7 +20,7 @@ pub async fn images(
     Result<crate::llm::Image, String>,
 )> {
     use base64::Engine;
-    let Some(adapter) = shared.adapters.get(&msg.platform) else {
+    let Some(adapter) = shared.adapter(msg.platform) else {
         return Vec::new();
     };
     let is_image = |a: &&hermes_adapter::Attachment| {
@@ -136,7 +136,7 @@ pub fn to_chat(
     text: &str,
     key: &str,
 ) -> Vec<(Platform, Outbound)> {
-    let Some(adapter) = shared.adapters.get(&platform) else {
+    let Some(adapter) = shared.adapter(platform) else {
         return Vec::new();
     };
     let caps = adapter.capabilities();

@@ -32,8 +32,7 @@ pub(crate) struct ChatInteraction {
 impl ChatInteraction {
     fn buttons(&self) -> bool {
         self.shared
-            .adapters
-            .get(&self.to.platform)
+            .adapter(self.to.platform)
             .is_some_and(|a| a.capabilities().buttons)
     }
 
@@ -76,7 +75,7 @@ impl ChatInteraction {
         let shared = self.shared.clone();
         let (platform, chat) = (self.to.platform, self.to.chat.id.clone());
         tokio::spawn(async move {
-            let Some(adapter) = shared.adapters.get(&platform) else {
+            let Some(adapter) = shared.adapter(platform) else {
                 return;
             };
             if let Ok(Some(sent)) = shared.store.outbox_sent_id(&key).await
@@ -93,7 +92,7 @@ impl ChatInteraction {
 #[async_trait]
 impl Interaction for ChatInteraction {
     async fn confirm(&self, request: &ConfirmRequest) -> Option<Answer> {
-        let timeout = Duration::from_secs(self.shared.config.policy.approval_timeout_secs);
+        let timeout = Duration::from_secs(self.shared.config().policy.approval_timeout_secs);
         let (pending, rx) =
             self.shared
                 .approvals
@@ -138,7 +137,7 @@ impl Interaction for ChatInteraction {
     }
 
     async fn ask(&self, question: &str, choices: &[String]) -> Option<String> {
-        let timeout = Duration::from_secs(self.shared.config.policy.clarify_timeout_secs);
+        let timeout = Duration::from_secs(self.shared.config().policy.clarify_timeout_secs);
         let (pending, rx) =
             self.shared
                 .questions

@@ -27,7 +27,14 @@ const MAX_BATCH: usize = 20;
 
 /// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
 pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
-    let idle = Duration::from_secs(shared.config.gateway.session_idle_minutes.max(1) * 60);
+    let idle = Duration::from_secs_f64(
+        shared
+            .config()
+            .gateway
+            .session_idle_minutes
+            .clamp(0.001, 1e6)
+            * 60.0,
+    );
     loop {
         if shared.draining.is_cancelled() {
             return;
@@ -65,7 +72,7 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
         if shared.draining.is_cancelled() {
             return;
         }
-        let limit = match shared.config.gateway.busy_mode {
+        let limit = match shared.config().gateway.busy_mode {
             BusyMode::Queue => 1,
             BusyMode::Interrupt => MAX_BATCH,
         };
@@ -86,28 +93,91 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
             state.control = Some(control.clone());
             (rows, control)
         };
+        let mut retry_in = None;
         if let Some(last) = rows.last().map(|r| r.id) {
             let span = tracing::info_span!("turn", session = %lane.key, inbox = last);
-            run_turn(&shared, &lane, rows, control)
+            retry_in = run_turn(&shared, &lane, rows, control)
                 .instrument(span)
                 .await;
         }
         lane.state.lock().await.control = None;
         drop(permit);
+        if let Some(wait) = retry_in {
+            // The provider is down: wait (without holding a turn slot), then try again.
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shared.draining.cancelled() => return,
+            }
+        }
     }
 }
 
-/// Run one turn over `rows` and commit what it produced.
-async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, control: TurnControl) {
-    let Some(last) = rows.last().map(|r| r.message.clone()) else {
-        return;
-    };
+/// Whether a provider failure is worth waiting out (the messages stay queued).
+fn transient(err: &LlmError) -> bool {
+    matches!(
+        err,
+        LlmError::RateLimited { .. } | LlmError::Unavailable(_) | LlmError::Timeout
+    )
+}
+
+/// Wait before retrying after the `n`th failed turn of an outage: 5 s, 10 s, 20 s … 60 s.
+fn outage_backoff(n: u32) -> Duration {
+    Duration::from_secs((5u64 << n.saturating_sub(1).min(4)).min(60))
+}
+
+/// Park the turn's messages during a provider outage, telling the user once. `None` when the
+/// outage has lasted longer than the patience allows (the failure is then reported).
+async fn park(
+    shared: &Arc<Shared>,
+    lane: &Lane,
+    last: &Message,
+    err: &LlmError,
+) -> Option<Duration> {
+    let outage = &lane.outage;
+    let n = outage.failures.fetch_add(1, Ordering::SeqCst) + 1;
+    if n == 1 {
+        outage.since.store(now_millis(), Ordering::SeqCst);
+    }
+    let patience = shared.config().gateway.outage_patience_minutes as i64 * 60_000;
+    if now_millis() - outage.since.load(Ordering::SeqCst) >= patience {
+        return None;
+    }
+    if !outage.noticed.swap(true, Ordering::SeqCst) {
+        let note = "⏳ The model provider is not answering right now. Your message is saved; I'll answer as soon as it is back.";
+        let rows = replies(
+            shared,
+            last,
+            note,
+            &format!(
+                "outage:{}:{}",
+                lane.key,
+                outage.since.load(Ordering::SeqCst)
+            ),
+        );
+        if let Err(e) = shared.store.outbox_enqueue(rows).await {
+            tracing::error!(error = %e, "cannot queue the outage notice");
+        }
+        shared.outbox_signal.notify_one();
+    }
+    let wait = outage_backoff(n);
+    tracing::warn!(error = %err, failures = n, retry_in = ?wait, "model provider unavailable; the messages stay queued and are retried");
+    Some(wait)
+}
+
+/// Run one turn over `rows` and commit what it produced. Returns how long to wait before
+/// retrying when the provider is down and the messages stay queued.
+async fn run_turn(
+    shared: &Arc<Shared>,
+    lane: &Lane,
+    rows: Vec<InboxRow>,
+    control: TurnControl,
+) -> Option<Duration> {
+    let last = rows.last().map(|r| r.message.clone())?;
     let session = match open_session(shared, &lane.key, &last).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "cannot open the session; will retry");
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            return;
+            return Some(Duration::from_secs(2));
         }
     };
     let started_at = now_millis();
@@ -120,10 +190,9 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     });
     let progress = start_progress_notes(shared, person.clone());
     let view = shared
-        .adapters
-        .get(&last.platform)
-        .filter(|a| shared.config.llm.streaming && a.capabilities().edit)
-        .map(|a| stream_view::start(a.clone(), &last));
+        .adapter(last.platform)
+        .filter(|a| shared.config().llm.streaming && a.capabilities().edit)
+        .map(|a| stream_view::start(a, &last));
     let (deltas, view) = match view {
         Some((sink, task)) => (Some(sink), Some(task)),
         None => (None, None),
@@ -145,6 +214,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
             thread: last.thread.clone(),
             user: Some(last.sender.id.clone()),
         }),
+        late_notice: lane.outage.noticed.clone(),
     };
     let result = shared.agent.run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {
@@ -159,10 +229,25 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "turn aborted by a storage error; the messages stay queued");
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            return;
+            return Some(Duration::from_secs(2));
         }
     };
+    if let TurnOutcome::Failed(err) = &report.outcome
+        && transient(err)
+        && !control.interrupt.is_cancelled()
+        && let Some(wait) = park(shared, lane, &last, err).await
+    {
+        return Some(wait);
+    }
+    if !matches!(report.outcome, TurnOutcome::Cancelled) {
+        // The provider answered (or failed for good): the next delay is news again.
+        lane.outage.failures.store(0, Ordering::SeqCst);
+        lane.outage.noticed.store(false, Ordering::SeqCst);
+    }
+    crate::metrics::metrics().record_turn(
+        turn_label(&report.outcome),
+        (now_millis() - started_at).max(0) as f64 / 1000.0,
+    );
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     let reply_key = format!("turn:{}", ids.last().copied().unwrap_or_default());
     let TurnReport {
@@ -214,7 +299,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         }
         TurnOutcome::Cancelled if shared.hard_stop.is_cancelled() => {
             tracing::info!("turn cancelled by shutdown; its messages resume at the next start");
-            return;
+            return None;
         }
         TurnOutcome::Cancelled => {
             let outcome = if control.stop.is_cancelled() {
@@ -243,8 +328,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
         .map(|(_, out)| out.idempotency_key.clone());
     if let Err(e) = shared.store.commit_turn(commit).await {
         tracing::error!(error = %e, "cannot store the turn's result; the messages stay queued");
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        return;
+        return Some(Duration::from_secs(2));
     }
     if has_replies {
         shared.outbox_signal.notify_one();
@@ -252,6 +336,7 @@ async fn run_turn(shared: &Arc<Shared>, lane: &Lane, rows: Vec<InboxRow>, contro
     if answered {
         reviews::after_turn(shared, &session, tool_rounds, &tools_called, first_reply).await;
     }
+    None
 }
 
 /// The session to answer in: the active one, or a fresh one when the reset policy says the old
@@ -262,7 +347,7 @@ async fn open_session(
     msg: &Message,
 ) -> Result<SessionRow, StoreError> {
     let session = shared.store.session_active(key).await?;
-    let policy = shared.config.sessions.policy(key.platform, msg.chat.kind);
+    let policy = shared.config().sessions.policy(key.platform, msg.chat.kind);
     let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent.timezone) else {
         return Ok(session);
     };
@@ -293,10 +378,10 @@ async fn new_messages(shared: &Shared, rows: &[InboxRow]) -> Vec<NewMessage> {
             None => user_content(&row.message),
         };
         let mut images = Vec::new();
-        if !row.message.attachments.is_empty() && !shared.config.llm.vision {
+        if !row.message.attachments.is_empty() && !shared.config().llm.vision {
             text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
         }
-        if shared.config.llm.vision {
+        if shared.config().llm.vision {
             for (attachment, result) in delivery::images(shared, &row.message).await {
                 match result {
                     Ok(image) => images.push(image),
@@ -314,6 +399,16 @@ async fn new_messages(shared: &Shared, rows: &[InboxRow]) -> Vec<NewMessage> {
         });
     }
     out
+}
+
+/// The outcome's name in metrics.
+fn turn_label(outcome: &TurnOutcome) -> &'static str {
+    match outcome {
+        TurnOutcome::Answered(_) => "answered",
+        TurnOutcome::BudgetExhausted(_) => "budget_exhausted",
+        TurnOutcome::Failed(_) => "failed",
+        TurnOutcome::Cancelled => "cancelled",
+    }
 }
 
 /// What the user is told when the model provider fails: what happened and what to do, never a
@@ -341,7 +436,7 @@ fn start_progress_notes(
     shared: &Shared,
     person: Arc<ChatInteraction>,
 ) -> Option<tokio::task::JoinHandle<()>> {
-    let every = shared.config.agent.progress_notice_secs;
+    let every = shared.config().agent.progress_notice_secs;
     if every == 0 {
         return None;
     }
@@ -362,7 +457,7 @@ fn start_progress_notes(
 
 /// Keep a "typing…" indicator up while the turn runs (platform indicators expire after ~5 s).
 fn start_typing(shared: &Arc<Shared>, msg: &Message) -> Option<tokio::task::JoinHandle<()>> {
-    let adapter = shared.adapters.get(&msg.platform)?.clone();
+    let adapter = shared.adapter(msg.platform)?;
     if !adapter.capabilities().typing {
         return None;
     }

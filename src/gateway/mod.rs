@@ -11,6 +11,7 @@
 //! turns finish within the grace period, flushes due replies, and leaves everything else stored
 //! for the next start.
 
+mod admin;
 mod authz;
 pub mod chunk;
 mod commands;
@@ -20,7 +21,10 @@ mod delivery;
 mod health;
 mod interaction;
 mod lane;
+mod maintenance;
+mod notify;
 mod outbox_pump;
+mod reload;
 mod resets;
 mod reviews;
 mod router;
@@ -28,19 +32,23 @@ mod scheduler;
 mod session_pool;
 mod sink;
 mod skills_chat;
+mod status;
 mod stream_view;
 mod supervisor;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{Adapter, InboundSink, Platform};
+use hermes_adapter::{Adapter, Platform};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+pub use admin::addr_file as admin_addr_file;
 pub use authz::Authorizer;
 pub use health::{AdapterHealth, HealthBoard, ListenerState};
+pub use reload::Reloader;
+pub use status::{AdapterStatus, StatusReport};
 pub use supervisor::SupervisorPolicy;
 
 use crate::agent::Agent;
@@ -51,12 +59,15 @@ use session_pool::SessionPool;
 
 /// State shared by the gateway's tasks.
 pub(crate) struct Shared {
-    pub config: Config,
+    /// The configuration in force; `SIGHUP` replaces it.
+    config: RwLock<Arc<Config>>,
     pub store: Store,
     pub agent: Agent,
-    pub adapters: HashMap<Platform, Arc<dyn Adapter>>,
+    adapters: RwLock<HashMap<Platform, Arc<dyn Adapter>>>,
     pub health: Arc<HealthBoard>,
-    pub authz: Authorizer,
+    authz: RwLock<Arc<Authorizer>>,
+    /// Why the last reload was refused (cleared by a successful one).
+    reload_error: RwLock<Option<String>>,
     pub inbox_signal: Arc<Notify>,
     pub outbox_signal: Notify,
     pub pool: SessionPool,
@@ -79,6 +90,7 @@ pub(crate) struct Shared {
 pub struct Gateway {
     shared: Arc<Shared>,
     policy: SupervisorPolicy,
+    reloader: Option<Reloader>,
 }
 
 impl Gateway {
@@ -95,10 +107,12 @@ impl Gateway {
             }
         }
         let pool = SessionPool::new(config.gateway.max_concurrent_turns);
+        notify::status("starting");
         let shared = Arc::new(Shared {
-            adapters: adapters.into_iter().map(|a| (a.platform(), a)).collect(),
-            authz,
-            config,
+            adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
+            authz: RwLock::new(Arc::new(authz)),
+            reload_error: RwLock::new(None),
+            config: RwLock::new(Arc::new(config)),
             store,
             agent,
             health: Arc::new(HealthBoard::default()),
@@ -116,7 +130,14 @@ impl Gateway {
         Gateway {
             shared,
             policy: SupervisorPolicy::default(),
+            reloader: None,
         }
+    }
+
+    /// Reload the configuration whenever `reloader` is signalled (`SIGHUP`).
+    pub fn with_reloader(mut self, reloader: Reloader) -> Self {
+        self.reloader = Some(reloader);
+        self
     }
 
     /// Override restart timing (tests).
@@ -131,33 +152,46 @@ impl Gateway {
 
     /// Run until `shutdown` is cancelled, then shut down gracefully.
     pub async fn run(self, shutdown: CancellationToken) {
-        let shared = self.shared;
-        let mut tasks = tokio::task::JoinSet::new();
-        for adapter in shared.adapters.values() {
-            let sink: Arc<dyn InboundSink> = Arc::new(sink::AdapterSink {
-                platform: adapter.platform(),
-                store: shared.store.clone(),
-                inbox_signal: shared.inbox_signal.clone(),
-                health: shared.health.clone(),
-            });
-            tasks.spawn(supervisor::supervise(
-                adapter.clone(),
-                sink,
-                shared.health.clone(),
-                self.policy,
-                shared.intake.clone(),
-            ));
+        let Gateway {
+            shared,
+            policy,
+            mut reloader,
+        } = self;
+        let mut supervisors = supervisor::Supervisors::new(policy);
+        for adapter in shared.adapters_all() {
+            supervisors.start(&shared, adapter);
         }
+        let mut tasks = tokio::task::JoinSet::new();
         tasks.spawn(router::run(shared.clone()));
-        if shared.config.cron.enabled {
+        if shared.config().cron.enabled {
             tasks.spawn(scheduler::run(shared.clone()));
         }
+        tasks.spawn(maintenance::run(shared.clone()));
+        let admin = admin::start(shared.clone()).await;
         let pump_stop = CancellationToken::new();
         let pump = tokio::spawn(outbox_pump::run(shared.clone(), pump_stop.clone()));
-        tracing::info!(adapters = ?shared.adapters.keys().collect::<Vec<_>>(), "gateway running");
+        let watchdog = tokio::spawn(notify::watchdog(shared.clone()));
+        tracing::info!(adapters = ?shared.adapter_platforms(), "gateway running");
+        notify::ready(&status::report(&shared).await.one_line());
 
-        shutdown.cancelled().await;
-        let grace = Duration::from_secs(shared.config.gateway.shutdown_grace_secs);
+        loop {
+            let reload = async {
+                match reloader.as_mut() {
+                    Some(r) => r.signal.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                Some(()) = reload => {
+                    if let Some(r) = &reloader {
+                        reload::apply(&shared, r, &mut supervisors).await;
+                    }
+                }
+            }
+        }
+        notify::stopping();
+        let grace = Duration::from_secs(shared.config().gateway.shutdown_grace_secs);
         let deadline = tokio::time::Instant::now() + grace;
         tracing::info!(
             ?grace,
@@ -176,11 +210,63 @@ impl Gateway {
             let _ =
                 tokio::time::timeout(Duration::from_secs(3), shared.pool.wait_turns_done()).await;
         }
+        watchdog.abort();
+        supervisors.join_all().await;
         while tasks.join_next().await.is_some() {}
         pump_stop.cancel();
         let _ = pump.await;
         let flush_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
         outbox_pump::flush(&shared, flush_deadline).await;
+        if let Some(admin) = admin {
+            admin.stop().await;
+        }
         tracing::info!("gateway stopped");
+    }
+}
+
+impl Shared {
+    /// The configuration in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Who may talk to the agent, per the configuration in force.
+    pub fn authz(&self) -> Arc<Authorizer> {
+        self.authz.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The running adapter of `platform`.
+    pub fn adapter(&self, platform: Platform) -> Option<Arc<dyn Adapter>> {
+        self.adapters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&platform)
+            .cloned()
+    }
+
+    pub fn adapters_all(&self) -> Vec<Arc<dyn Adapter>> {
+        let mut all: Vec<_> = self
+            .adapters
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        all.sort_by_key(|a| a.platform());
+        all
+    }
+
+    pub fn adapter_platforms(&self) -> Vec<Platform> {
+        self.adapters_all().iter().map(|a| a.platform()).collect()
+    }
+
+    pub fn reload_error(&self) -> Option<String> {
+        self.reload_error
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }

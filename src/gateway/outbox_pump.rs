@@ -11,6 +11,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use crate::metrics::{Metrics, metrics};
 use crate::store::OutboxRow;
 
 /// Sends in flight at once across all chats.
@@ -121,7 +122,7 @@ fn backoff(attempts: u32) -> Duration {
 }
 
 async fn send_one(shared: &Shared, row: OutboxRow) {
-    let Some(adapter) = shared.adapters.get(&row.platform) else {
+    let Some(adapter) = shared.adapter(row.platform) else {
         let msg = format!("no {} adapter is running", row.platform);
         tracing::error!(outbox = row.id, "{msg}; reply marked failed");
         let _ = shared.store.outbox_mark_failed(row.id, msg).await;
@@ -135,6 +136,11 @@ async fn send_one(shared: &Shared, row: OutboxRow) {
             ))),
         };
     let store = &shared.store;
+    let counter = match &result {
+        Ok(_) => &metrics().messages_out,
+        Err(_) => &metrics().send_failures,
+    };
+    Metrics::platform(counter, row.platform.as_str()).inc();
     let outcome = match result {
         Ok(sent) => {
             tracing::debug!(outbox = row.id, platform = %row.platform, chat = %row.outbound.chat, "reply sent");
@@ -148,7 +154,7 @@ async fn send_one(shared: &Shared, row: OutboxRow) {
                 .await
         }
         Err(e)
-            if e.is_retryable() && row.attempts + 1 < shared.config.gateway.send_max_attempts =>
+            if e.is_retryable() && row.attempts + 1 < shared.config().gateway.send_max_attempts =>
         {
             let wait = backoff(row.attempts);
             tracing::warn!(outbox = row.id, platform = %row.platform, error = %e, ?wait, "send failed; will retry");

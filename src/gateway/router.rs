@@ -64,14 +64,14 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
             tracing::error!(error = %e, "cannot update the inbox");
         }
     };
-    if !shared.authz.allows(msg.platform, &msg.sender.id) {
+    if !shared.authz().allows(msg.platform, &msg.sender.id) {
         tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "ignoring a message from a user who is not allowed");
         return ignore(InboxOutcome::Unauthorized).await;
     }
     if msg.sender.is_bot {
         return ignore(InboxOutcome::NotAddressed).await;
     }
-    let key = SessionKey::for_message(msg, shared.config.gateway.group_sessions);
+    let key = SessionKey::for_message(msg, shared.config().gateway.group_sessions);
     // Answers to a waiting confirmation or question go to the waiting turn, not to the lane.
     if let Some(answered) = answer_waiting(shared, msg, &key) {
         tracing::info!(session = %key, "{answered}");

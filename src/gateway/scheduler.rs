@@ -76,7 +76,7 @@ async fn start(shared: &Arc<Shared>, job: CronJob, now: i64) {
         .next_after(after, anchor)
         .map(|t| t.as_millisecond());
     let late_ms = now - scheduled;
-    if late_ms > shared.config.cron.missed_grace_secs as i64 * 1000 {
+    if late_ms > shared.config().cron.missed_grace_secs as i64 * 1000 {
         let why = format!(
             "missed: the daemon was down when it was due ({} min late)",
             late_ms / 60_000

@@ -25,6 +25,19 @@ pub(crate) struct Lane {
     /// while it is clear, so a notification can never be lost to a retiring lane.
     pub pending: AtomicBool,
     pub state: Mutex<LaneState>,
+    /// The model provider's failures while this lane's messages wait for it.
+    pub outage: Outage,
+}
+
+/// A provider outage as one lane sees it.
+#[derive(Default)]
+pub(crate) struct Outage {
+    /// Consecutive turns that failed for a transient provider reason.
+    pub failures: std::sync::atomic::AtomicU32,
+    /// When the first of them failed (ms since the epoch).
+    pub since: std::sync::atomic::AtomicI64,
+    /// The user was told the answer will be late.
+    pub noticed: Arc<AtomicBool>,
 }
 
 /// What the lane is doing now.
@@ -63,6 +76,7 @@ impl SessionPool {
                     wake: Notify::new(),
                     pending: AtomicBool::new(false),
                     state: Mutex::new(LaneState::default()),
+                    outage: Outage::default(),
                 });
                 tokio::spawn(lane::run(shared.clone(), lane.clone()));
                 lane
@@ -71,7 +85,7 @@ impl SessionPool {
             entry.wake.notify_one();
             entry.clone()
         };
-        if shared.config.gateway.busy_mode == BusyMode::Interrupt {
+        if shared.config().gateway.busy_mode == BusyMode::Interrupt {
             let state = lane.state.lock().await;
             if let Some(control) = &state.control
                 && inbox_id > state.max_included

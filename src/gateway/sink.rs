@@ -8,6 +8,7 @@ use hermes_adapter::{Delivery, InboundSink, Message, Platform, SinkError};
 use tokio::sync::Notify;
 
 use super::health::HealthBoard;
+use crate::metrics::{Metrics, metrics};
 use crate::store::Store;
 
 /// Longest text kept from one inbound message; the rest is cut with a note (bounded memory,
@@ -42,11 +43,13 @@ impl InboundSink for AdapterSink {
         self.health.heartbeat(self.platform);
         match self.store.inbox_insert(&msg).await {
             Ok(Some(id)) => {
+                Metrics::platform(&metrics().messages_in, self.platform.as_str()).inc();
                 tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, message = %msg.id, inbox = id, "stored inbound message");
                 self.inbox_signal.notify_one();
                 Ok(Delivery::Stored)
             }
             Ok(None) => {
+                Metrics::platform(&metrics().messages_duplicate, self.platform.as_str()).inc();
                 tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, message = %msg.id, "duplicate inbound message ignored");
                 Ok(Delivery::Duplicate)
             }

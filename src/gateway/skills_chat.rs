@@ -10,7 +10,7 @@ use crate::agent::snapshots::{enabled_skills, set_enabled_skills};
 use crate::skills::{Availability, SkillLibrary, SkillSources};
 
 async fn library(shared: &Shared) -> SkillLibrary {
-    let sources = SkillSources::for_home(&shared.config.home);
+    let sources = SkillSources::for_home(&shared.config().home);
     tokio::task::spawn_blocking(move || SkillLibrary::load(&sources))
         .await
         .unwrap_or_else(|_| SkillLibrary::load(&SkillSources::new(std::path::PathBuf::new())))
@@ -50,7 +50,8 @@ pub(crate) async fn explicit(shared: &Shared, msg: &Message) -> Option<String> {
 pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> String {
     let library = library(shared).await;
     let platform = key.platform;
-    let toolsets = shared.config.toolsets(platform);
+    let config = shared.config();
+    let toolsets = config.toolsets(platform);
     let ctx = Availability::new(platform, crate::tools::tools_in(toolsets), toolsets.iter());
     let available = library.available(&ctx);
     let mut words = arg.split_whitespace();

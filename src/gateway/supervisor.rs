@@ -2,13 +2,17 @@
 //! when it is connected but silent for too long (a listener that "looks healthy" but receives
 //! nothing is the most common failure users report).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{Adapter, AdapterError, InboundSink};
+use hermes_adapter::{Adapter, AdapterError, InboundSink, Platform};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::Shared;
 use super::health::{HealthBoard, ListenerState};
+use super::sink::AdapterSink;
 
 /// Restart timing.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +38,56 @@ impl Default for SupervisorPolicy {
             unauthorized_backoff: Duration::from_secs(300),
             silence_limit: Duration::from_secs(150),
             stable_after: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The running supervisors, one per adapter; each can be stopped on its own (reload).
+pub(crate) struct Supervisors {
+    policy: SupervisorPolicy,
+    running: HashMap<Platform, (CancellationToken, JoinHandle<()>)>,
+}
+
+impl Supervisors {
+    pub fn new(policy: SupervisorPolicy) -> Self {
+        Supervisors {
+            policy,
+            running: HashMap::new(),
+        }
+    }
+
+    /// Supervise `adapter` until it is stopped or intake ends.
+    pub fn start(&mut self, shared: &Arc<Shared>, adapter: Arc<dyn Adapter>) {
+        let platform = adapter.platform();
+        let sink: Arc<dyn InboundSink> = Arc::new(AdapterSink {
+            platform,
+            store: shared.store.clone(),
+            inbox_signal: shared.inbox_signal.clone(),
+            health: shared.health.clone(),
+        });
+        let token = shared.intake.child_token();
+        let task = tokio::spawn(supervise(
+            adapter,
+            sink,
+            shared.health.clone(),
+            self.policy,
+            token.clone(),
+        ));
+        self.running.insert(platform, (token, task));
+    }
+
+    /// Stop the listener of `platform` and wait for it.
+    pub async fn stop(&mut self, platform: Platform) {
+        if let Some((token, task)) = self.running.remove(&platform) {
+            token.cancel();
+            let _ = task.await;
+        }
+    }
+
+    /// Wait for every supervisor (after intake was cancelled).
+    pub async fn join_all(&mut self) {
+        for (_, (_, task)) in self.running.drain() {
+            let _ = task.await;
         }
     }
 }

@@ -200,6 +200,13 @@ const MIGRATIONS: &[Migration] = &[
     ALTER TABLE turns ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
     "#,
     ),
+    // 5: finished inbox and outbox rows are pruned by age.
+    Migration::sql(
+        r#"
+    CREATE INDEX inbox_finished ON inbox(received_at) WHERE status IN ('done', 'ignored');
+    CREATE INDEX outbox_finished ON outbox(created_at) WHERE status IN ('sent', 'failed');
+    "#,
+    ),
 ];
 
 /// Set `owner` of every session from its key. A key that does not parse (written by hand, or by

@@ -11,6 +11,7 @@ mod history;
 mod inbox;
 mod migrations;
 mod outbox;
+mod retention;
 mod search;
 mod sessions;
 mod settings;

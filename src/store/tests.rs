@@ -7,7 +7,7 @@ use hermes_adapter::{
 use super::*;
 use crate::llm::{ChatMessage, ToolCall, Usage};
 
-fn message(chat: &str, id: &str, text: &str) -> Message {
+pub(super) fn message(chat: &str, id: &str, text: &str) -> Message {
     Message {
         platform: Platform::Telegram,
         id: id.into(),
@@ -32,7 +32,7 @@ fn message(chat: &str, id: &str, text: &str) -> Message {
     }
 }
 
-fn reply(chat: &str, key: &str) -> (Platform, Outbound) {
+pub(super) fn reply(chat: &str, key: &str) -> (Platform, Outbound) {
     (
         Platform::Telegram,
         Outbound::text(chat.into(), format!("re {key}"), key),

@@ -39,6 +39,8 @@ impl World {
             ("OPENAI_BASE_URL".into(), llm.base_url()),
             ("OPENAI_API_KEY".into(), "sk-test-key".into()),
             ("HERMES_MODEL".into(), "test-model".into()),
+            // Daemons of parallel tests must not fight over one admin port.
+            ("HERMES_ADMIN_LISTEN".into(), "127.0.0.1:0".into()),
         ];
         World {
             tg,
@@ -55,15 +57,26 @@ impl World {
         self.env.push((key.into(), value.into()));
     }
 
-    /// Remove an environment variable for daemons started later (e.g. run without Telegram).
+    /// Remove an environment variable for daemons started later (e.g. `TELEGRAM_BOT_TOKEN`, to
+    /// run a daemon with another platform alone).
     pub fn unset_env(&mut self, key: &str) {
         self.env.retain(|(k, _)| k != key);
     }
 
-    /// Start `hermes gateway` without waiting for any platform; the caller waits for its own.
-    pub fn spawn(&mut self) -> Daemon {
+    /// Start `hermes gateway` and wait until `ready` says its platform is connected.
+    pub async fn start_when(&mut self, what: &str, ready: impl Fn() -> bool) -> Daemon {
         self.runs += 1;
-        Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs)
+        let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !ready() {
+            assert!(
+                Instant::now() < deadline,
+                "daemon never became ready ({what}); log:\n{}",
+                daemon.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        daemon
     }
 
     /// Start `hermes gateway` and wait until it polls Telegram.
@@ -83,6 +96,27 @@ impl World {
         daemon
     }
 
+    /// The running daemon's admin endpoint (`http://127.0.0.1:PORT`), once it is listening.
+    pub async fn admin_url(&self) -> String {
+        let file = self.home.path().join("admin.addr");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(addr) = std::fs::read_to_string(&file)
+                && !addr.trim().is_empty()
+            {
+                return format!("http://{}", addr.trim());
+            }
+            assert!(Instant::now() < deadline, "no admin endpoint");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Start `hermes <args>` in the background (e.g. with global flags before `gateway`).
+    pub fn spawn(&mut self, args: &[&str]) -> Daemon {
+        self.runs += 1;
+        Daemon::spawn(self.home.path(), &self.env, args, self.runs)
+    }
+
     /// Run `hermes <args>` to completion.
     pub fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
         let out = command(self.home.path(), &self.env, args)
@@ -99,6 +133,13 @@ impl World {
 /// The binary under test: this build's, or `HERMES_TEST_BIN` (to measure a release build).
 pub fn binary() -> String {
     std::env::var("HERMES_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hermes").to_owned())
+}
+
+/// [`binary`] with symbolic links resolved (as the binary sees its own path).
+pub fn binary_canonical() -> String {
+    std::fs::canonicalize(binary())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| binary())
 }
 
 fn command(home: &Path, env: &[(String, String)], args: &[&str]) -> Command {
@@ -151,6 +192,21 @@ impl Daemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Send `signal` (e.g. `libc::SIGHUP`).
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: sending a signal to our own child process.
+        unsafe {
+            libc::kill(self.pid(), signal);
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 
     /// SIGTERM, then wait for the exit (at most `timeout`).

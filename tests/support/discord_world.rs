@@ -33,12 +33,10 @@ pub async fn world(config: &str) -> (World, FakeDiscord) {
 /// Start the daemon and wait until its gateway session is live.
 pub async fn start(w: &mut World, dc: &FakeDiscord) -> Daemon {
     let before = dc.identifies() + dc.resumes();
-    let daemon = w.spawn();
-    wait_until(&daemon, "a gateway session", || {
-        (dc.connected() && dc.identifies() + dc.resumes() > before).then_some(())
+    w.start_when("a Discord gateway session", || {
+        dc.connected() && dc.identifies() + dc.resumes() > before
     })
-    .await;
-    daemon
+    .await
 }
 
 /// Poll `check` until it gives a value; on timeout, fail with the daemon's log.

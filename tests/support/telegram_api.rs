@@ -659,12 +659,35 @@ pub(super) async fn handle(
         }
     };
     let response = match result {
+        Ok(v) if method == "getupdates" => raw_json(json!({"ok": true, "result": v})),
         Ok(v) => axum::Json(json!({"ok": true, "result": v})).into_response(),
         Err(e) => error_response(e),
     };
     inner.st.lock().unwrap_or_else(|e| e.into_inner()).calls[idx].status =
         response.status().as_u16();
     response
+}
+
+/// Text in an update that goes over the wire as invalid UTF-8 (bytes FF FE), as a broken proxy
+/// or server might send it.
+pub const INVALID_UTF8: &str = "\u{FFFF}invalid-utf8\u{FFFF}";
+
+/// `body` as JSON bytes, with every [`INVALID_UTF8`] replaced by invalid UTF-8.
+fn raw_json(body: Value) -> Response {
+    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let marker = INVALID_UTF8.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(marker) {
+            out.extend_from_slice(b"\xff\xfe");
+            i += marker.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    ([(header::CONTENT_TYPE, "application/json")], out).into_response()
 }
 
 async fn get_updates(inner: &Inner, p: &Value) -> ApiResult {

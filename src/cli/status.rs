@@ -1,0 +1,110 @@
+//! `hermes status`: ask the running daemon's admin endpoint for its report and print it for a
+//! human (or as JSON).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::gateway::StatusReport;
+
+/// The admin address: the one the running daemon wrote, else the configured one.
+fn admin_addr(config: &Config) -> String {
+    std::fs::read_to_string(crate::gateway::admin_addr_file(&config.home))
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| config.admin.listen.clone())
+}
+
+pub(super) async fn status(config: &Config, json: bool) -> ExitCode {
+    let addr = admin_addr(config);
+    let client = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .no_proxy()
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("hermes: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let url = format!("http://{addr}/status");
+    let report: StatusReport = match client.get(&url).send().await {
+        Ok(r) => match r.json().await {
+            Ok(report) => report,
+            Err(e) => {
+                eprintln!("hermes: {url} answered something unexpected: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        Err(_) => {
+            eprintln!(
+                "hermes: the daemon is not running, or its admin endpoint is off (nothing answers at {addr}; see [admin] in the configuration)"
+            );
+            return ExitCode::from(3);
+        }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", render(&report));
+    }
+    if report.ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The report for a human.
+pub(super) fn render(r: &StatusReport) -> String {
+    let mut out = format!(
+        "hermes {} (pid {}), up {}: {}\n",
+        r.version,
+        r.pid,
+        duration(r.uptime_secs),
+        if r.ready { "ready" } else { "NOT READY" }
+    );
+    out.push_str(&format!("model:     {}\n", r.model));
+    for a in &r.adapters {
+        out.push_str(&format!(
+            "{:<10} {} (last sign of life {} ago, {} restarts){}\n",
+            format!("{}:", a.platform),
+            a.state,
+            duration(a.silent_secs),
+            a.restarts,
+            a.last_error
+                .as_deref()
+                .map(|e| format!("; last error: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    out.push_str(&format!(
+        "sessions:  {} in memory, {} turns running\nqueues:    {} messages waiting, {} replies pending, {} replies failed\n",
+        r.active_sessions, r.running_turns, r.inbox_open, r.outbox_pending, r.outbox_failed
+    ));
+    out.push_str(&format!(
+        "memory:    {:.1} MiB resident; store {:.1} MiB\n",
+        r.resident_bytes as f64 / 1048576.0,
+        r.store_bytes as f64 / 1048576.0
+    ));
+    if let Some(e) = &r.reload_error {
+        out.push_str(&format!(
+            "reload:    refused, old configuration in force: {e}\n"
+        ));
+    }
+    out
+}
+
+fn duration(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86400 => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+        _ => format!("{} d {} h", secs / 86400, secs % 86400 / 3600),
+    }
+}

@@ -1,0 +1,146 @@
+//! The admin HTTP endpoint (loopback by default, no authentication):
+//! - `GET /healthz`: 200 while the process serves requests and its store answers;
+//! - `GET /readyz`: 200 when every enabled adapter is connected and heard from recently, else 503
+//!   with the reason per adapter;
+//! - `GET /metrics`: Prometheus (OpenMetrics text);
+//! - `GET /status`: the [`StatusReport`](super::StatusReport) as JSON, read by `hermes status`.
+//!
+//! The bound address is written to `$HERMES_HOME/admin.addr` (useful with port 0).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, status};
+use crate::metrics::metrics;
+
+/// The running endpoint.
+pub(crate) struct Admin {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    addr_file: std::path::PathBuf,
+}
+
+impl Admin {
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+        let _ = std::fs::remove_file(&self.addr_file);
+    }
+}
+
+/// File holding the admin endpoint's bound address.
+pub fn addr_file(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("admin.addr")
+}
+
+/// Start the endpoint if enabled. A failure to bind is logged, not fatal: the daemon's job is
+/// answering messages.
+pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
+    let config = shared.config();
+    if !config.admin.enabled {
+        return None;
+    }
+    let addr: SocketAddr = config.admin.listen.parse().ok()?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "the admin endpoint has no authentication and listens beyond loopback");
+    }
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(%addr, error = %e, "cannot start the admin endpoint (health, metrics); continuing without it");
+            return None;
+        }
+    };
+    let bound = listener.local_addr().ok()?;
+    let addr_file = addr_file(&config.home);
+    if let Err(e) = std::fs::write(&addr_file, format!("{bound}\n")) {
+        tracing::warn!(error = %e, "cannot write {}", addr_file.display());
+    }
+    tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status)");
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .route("/status", get(status_json))
+        .with_state(shared);
+    let stop = CancellationToken::new();
+    let until = stop.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { until.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "admin endpoint failed");
+        }
+    });
+    Some(Admin {
+        stop,
+        task,
+        addr_file,
+    })
+}
+
+async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
+    let store = shared
+        .store
+        .call(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        .await;
+    match store {
+        Ok(_) => (StatusCode::OK, "ok\n").into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("store not answering: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let report = status::report(&shared).await;
+    let mut body = String::new();
+    for a in &report.adapters {
+        body.push_str(&format!(
+            "{}: {} (silent {} s){}\n",
+            a.platform,
+            if a.ready { "ready" } else { "not ready" },
+            a.silent_secs,
+            a.last_error
+                .as_deref()
+                .filter(|_| !a.ready)
+                .map(|e| format!("; last error: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    if shared.intake.is_cancelled() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    let code = if report.ready && !report.adapters.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, body).into_response()
+}
+
+async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
+    status::report(&shared).await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics().render(),
+    )
+        .into_response()
+}
+
+async fn status_json(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(status::report(&shared).await).into_response()
+}

@@ -1,0 +1,160 @@
+//! What the daemon reports about itself: the status behind `/status`, `/readyz`, `/metrics`,
+//! systemd's `STATUS=` line and `hermes status`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Shared;
+use super::health::ListenerState;
+use crate::metrics::{Metrics, PlatformLabel, metrics};
+
+/// One adapter's state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AdapterStatus {
+    pub platform: String,
+    /// `starting`, `up`, `restarting` or `stopped`.
+    pub state: String,
+    /// Seconds since the last sign of life (an event, a finished poll, a heartbeat).
+    pub silent_secs: u64,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    /// Connected and heard from recently enough.
+    pub ready: bool,
+}
+
+/// The daemon's state at one moment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub version: String,
+    pub pid: u32,
+    pub uptime_secs: u64,
+    /// Every adapter ready.
+    pub ready: bool,
+    pub adapters: Vec<AdapterStatus>,
+    pub active_sessions: u64,
+    pub running_turns: u64,
+    pub inbox_open: u64,
+    pub outbox_pending: u64,
+    pub outbox_failed: u64,
+    pub store_bytes: u64,
+    pub resident_bytes: u64,
+    pub model: String,
+    /// The last `SIGHUP` reload's error, while the old configuration stays in force.
+    pub reload_error: Option<String>,
+}
+
+impl StatusReport {
+    /// One line for systemd's `STATUS=`.
+    pub fn one_line(&self) -> String {
+        let adapters: Vec<String> = self
+            .adapters
+            .iter()
+            .map(|a| format!("{} {}", a.platform, a.state))
+            .collect();
+        format!(
+            "{}; {} sessions, {} turns running, {} waiting, {} replies pending",
+            if adapters.is_empty() {
+                "no adapters".to_owned()
+            } else {
+                adapters.join(", ")
+            },
+            self.active_sessions,
+            self.running_turns,
+            self.inbox_open,
+            self.outbox_pending
+        )
+    }
+}
+
+fn state_name(state: ListenerState) -> &'static str {
+    match state {
+        ListenerState::Starting => "starting",
+        ListenerState::Up => "up",
+        ListenerState::Restarting => "restarting",
+        ListenerState::Stopped => "stopped",
+    }
+}
+
+/// Gather the report (and refresh the gauges with it).
+pub(crate) async fn report(shared: &Shared) -> StatusReport {
+    let max_silence = Duration::from_secs(shared.config().admin.ready_max_silence_secs);
+    let health = shared.health.snapshot();
+    let adapters: Vec<AdapterStatus> = shared
+        .adapter_platforms()
+        .into_iter()
+        .map(|platform| {
+            let h = health.iter().find(|(p, _)| *p == platform).map(|(_, h)| h);
+            let silent = h.map_or(Duration::ZERO, |h| {
+                h.last_heartbeat.unwrap_or(h.since).elapsed()
+            });
+            let state = h.map_or(ListenerState::Starting, |h| h.state);
+            AdapterStatus {
+                platform: platform.as_str().to_owned(),
+                state: state_name(state).to_owned(),
+                silent_secs: silent.as_secs(),
+                restarts: h.map_or(0, |h| h.restarts),
+                last_error: h.and_then(|h| h.last_error.clone()),
+                ready: state == ListenerState::Up && silent <= max_silence,
+            }
+        })
+        .collect();
+    let store = &shared.store;
+    let inbox_open = store.inbox_open_count().await.unwrap_or_default();
+    let outbox = store.outbox_stats().await.unwrap_or_default();
+    let db = shared.config().database_path();
+    let store_bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut p = db.clone().into_os_string();
+            p.push(suffix);
+            std::fs::metadata(p).ok().map(|m| m.len())
+        })
+        .sum();
+    let report = StatusReport {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        pid: std::process::id(),
+        uptime_secs: shared.started.elapsed().as_secs(),
+        ready: adapters.iter().all(|a| a.ready),
+        adapters,
+        active_sessions: shared.pool.active_lanes() as u64,
+        running_turns: shared.pool.running_turns() as u64,
+        inbox_open,
+        outbox_pending: outbox.pending,
+        outbox_failed: outbox.failed,
+        store_bytes,
+        resident_bytes: crate::metrics::resident_bytes(),
+        model: shared.agent.model().to_owned(),
+        reload_error: shared.reload_error(),
+    };
+    refresh_gauges(metrics(), &report);
+    report
+}
+
+fn refresh_gauges(m: &Metrics, r: &StatusReport) {
+    let set = |g: &prometheus_client::metrics::gauge::Gauge, v: u64| {
+        g.set(v.min(i64::MAX as u64) as i64);
+    };
+    set(&m.inbox_open, r.inbox_open);
+    set(&m.outbox_pending, r.outbox_pending);
+    set(&m.outbox_failed, r.outbox_failed);
+    set(&m.active_sessions, r.active_sessions);
+    set(&m.running_turns, r.running_turns);
+    set(&m.store_bytes, r.store_bytes);
+    set(&m.resident_bytes, r.resident_bytes);
+    set(&m.uptime_seconds, r.uptime_secs);
+    for a in &r.adapters {
+        let Ok(platform) = a.platform.parse::<hermes_adapter::Platform>() else {
+            continue;
+        };
+        let label = PlatformLabel {
+            platform: platform.as_str(),
+        };
+        m.adapter_up
+            .get_or_create(&label)
+            .set(i64::from(a.state == "up"));
+        m.adapter_restarts
+            .get_or_create(&label)
+            .set(i64::from(a.restarts));
+    }
+}

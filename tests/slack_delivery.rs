@@ -1,0 +1,206 @@
+//! End to end through the real binary: how replies reach Slack (chunks with code intact, mrkdwn,
+//! the plain-text fallback, rate limits) and how the Socket Mode listener survives a closed,
+//! refreshed or silent connection and a daemon killed mid-turn without losing or doubling a
+//! message.
+
+mod support;
+
+use std::time::Duration;
+
+use support::fake_llm::{Gate, Reply};
+use support::fake_slack::{ALICE, Fault, dm_channel};
+use support::slack_world::{Mode, SlackWorld};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    let code: Vec<String> = (0..150)
+        .map(|i| format!("    let value_{i:03} = compute({i}) * 2; // step {i}"))
+        .collect();
+    let mut answer = String::from("Here is **the plan**.\n\n");
+    for i in 0..40 {
+        answer.push_str(&format!(
+            "Paragraph {i}: the quick brown fox jumps over the lazy dog again and again.\n\n"
+        ));
+    }
+    answer.push_str(&format!(
+        "```rust\nfn main() {{\n{}\n}}\n```\n\n",
+        code.join("\n")
+    ));
+    while answer.chars().count() < 12_000 {
+        answer.push_str("Closing words to make it long enough. ");
+    }
+    sw.w.llm.push(Reply::text(answer));
+    let _daemon = sw.start().await;
+    sw.slack.dm(ALICE, "the long version please");
+    sw.slack.wait_posted(1, WAIT).await;
+    sw.slack.dm(ALICE, "sentinel");
+    let mut posted = sw
+        .slack
+        .wait(WAIT, "the sentinel's answer", |f| {
+            let p = f.posted();
+            p.last()
+                .is_some_and(|m| m.text == "echo: sentinel")
+                .then_some(p)
+        })
+        .await;
+    posted.pop();
+    assert!(
+        posted.len() >= 3,
+        "12,000 characters need at least 3 messages"
+    );
+    for m in &posted {
+        assert!(
+            m.text.chars().count() <= 4100,
+            "chunk of {} chars",
+            m.text.chars().count()
+        );
+        assert_eq!(
+            m.text.matches("```").count() % 2,
+            0,
+            "a code fence was split: {}",
+            m.text
+        );
+        assert_eq!(m.channel, dm_channel(ALICE));
+    }
+    assert!(
+        posted[0].text.starts_with("Here is *the plan*."),
+        "mrkdwn bold"
+    );
+    let all: String = posted
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut from = 0;
+    for line in &code {
+        let at = all[from..]
+            .find(line.trim())
+            .unwrap_or_else(|| panic!("missing code line {line}"));
+        from += at + line.trim().len();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_blocks_are_resent_as_plain_text() {
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    sw.w.llm.push(Reply::text("Use **bold** & `code` here."));
+    sw.slack
+        .fail_next("chat.postMessage", Fault::Error("invalid_blocks".into()));
+    let _daemon = sw.start().await;
+    sw.slack.dm(ALICE, "format something");
+    let posted = sw.slack.wait_posted(1, WAIT).await;
+    assert_eq!(posted[0].text, "Use **bold** &amp; `code` here.");
+    let calls = sw.slack.calls_of("chat.postMessage");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].params["text"], "Use *bold* &amp; `code` here.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_waited_out_then_sent_once() {
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    sw.slack.fail_next("chat.postMessage", Fault::RetryAfter(2));
+    let _daemon = sw.start().await;
+    sw.slack.dm(ALICE, "hi");
+    let posted = sw.slack.wait_posted(1, WAIT).await;
+    assert_eq!(posted[0].text, "echo: hi");
+    let calls = sw.slack.calls_of("chat.postMessage");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].status, 429);
+    let waited = calls[1].at.duration_since(calls[0].at);
+    assert!(waited >= Duration::from_secs(2), "resent after {waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_socket_or_refresh_reconnects_and_nothing_is_lost() {
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    let _daemon = sw.start().await;
+    sw.slack.wait_connections(1, WAIT).await;
+    // Slack asks for a refresh: a new connection, then the event on it is answered.
+    sw.slack.disconnect();
+    sw.slack.wait_connections(2, WAIT).await;
+    sw.slack.dm(ALICE, "after refresh");
+    sw.slack.wait_posted(1, WAIT).await;
+    // The socket closes with an event in flight: it is redelivered on the new connection.
+    sw.slack.close_socket();
+    sw.slack.dm(ALICE, "during the outage");
+    sw.slack.wait_connections(3, WAIT).await;
+    let posted = sw.slack.wait_posted(2, WAIT).await;
+    assert_eq!(posted[1].text, "echo: during the outage");
+    sw.slack.dm(ALICE, "sentinel");
+    sw.slack.wait_posted(3, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(sw.slack.posted().len(), 3, "{:?}", sw.slack.posted());
+    assert_eq!(sw.slack.unacked(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_socket_is_replaced_and_reported() {
+    let mut sw = SlackWorld::new("[slack]\nsocket_idle_secs = 5\n", Mode::Socket).await;
+    let daemon = sw.start().await;
+    sw.slack.wait_connections(1, WAIT).await;
+    sw.slack.go_silent();
+    // Events sent while deaf wait unacked and arrive on the next connection.
+    sw.slack.dm(ALICE, "are you there?");
+    sw.slack.wait_connections(2, WAIT).await;
+    let posted = sw.slack.wait_posted(1, WAIT).await;
+    assert_eq!(posted[0].text, "echo: are you there?");
+    let log = daemon.log();
+    assert!(log.contains("received nothing for 5s"), "{log}");
+    assert!(
+        log.contains("listener failed"),
+        "reported as a failure: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_turn_answers_exactly_once_after_restart() {
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    let gate = Gate::new();
+    sw.w.llm
+        .push(Reply::text("never delivered").after(gate.clone()));
+    let mut daemon = sw.start().await;
+    let sent = sw.slack.dm(ALICE, "survive this");
+    sw.slack.wait_acked(&sent.envelope_id, WAIT).await;
+    sw.w.llm.wait_requests(1, WAIT).await;
+    daemon.kill();
+    let _daemon = sw.start().await;
+    let posted = sw.slack.wait_posted(1, WAIT).await;
+    assert_eq!(posted[0].text, "echo: survive this");
+    gate.open();
+    sw.slack.dm(ALICE, "sentinel");
+    sw.slack.wait_posted(2, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(sw.slack.posted().len(), 2, "{:?}", sw.slack.posted());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
+    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
+    let mut sw = SlackWorld::new("[llm]\nvision = true\n", Mode::Socket).await;
+    let url = sw.slack.add_file("cat.png", PNG.to_vec());
+    let _daemon = sw.start().await;
+    let (mut cb, _) = sw.slack.dm_event(ALICE, "what is in this picture?");
+    cb["event"]["subtype"] = serde_json::json!("file_share");
+    cb["event"]["files"] = serde_json::json!([{"id": "F1", "name": "cat.png", "mimetype": "image/png",
+        "url_private": url, "url_private_download": url}]);
+    sw.slack.envelope("events_api", cb);
+    sw.slack.wait_posted(1, WAIT).await;
+    let req = sw.w.llm.requests().pop().unwrap();
+    let user = req
+        .messages()
+        .into_iter()
+        .rfind(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().expect("content parts").clone();
+    let image = parts
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .expect("an image part (the fake serves files to the bot token only)");
+    assert_eq!(
+        image["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgoBAgME"
+    );
+}

@@ -1,0 +1,282 @@
+//! The fake Slack's Web API (`/api/<method>`): request decoding (query, JSON or form body, bearer
+//! token), the methods the adapter calls, Slack's error envelope `{"ok":false,"error":…}`, and
+//! injected faults (429 with `Retry-After`, API errors, HTTP statuses). Files are served under
+//! `/files/<name>` to the bot token only.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::fake_http::parse_pairs;
+
+pub const BOT_TOKEN: &str = "xoxb-test-bot-token";
+pub const APP_TOKEN: &str = "xapp-test-app-token";
+pub const BOT_USER: &str = "UBOT";
+pub const TEAM: &str = "T0TEAM";
+
+/// A failure injected into the next call of one method.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// HTTP 429 with `Retry-After: N` and `{"ok":false,"error":"ratelimited"}`.
+    RetryAfter(u64),
+    /// HTTP 200 with `{"ok":false,"error":CODE}`.
+    Error(String),
+    /// That HTTP status with an empty body.
+    Status(u16),
+}
+
+/// One Web API request.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub method: String,
+    pub params: Value,
+    pub token: Option<String>,
+    pub status: u16,
+    pub at: Instant,
+}
+
+/// A message the bot posted (or, in `updates`, an edit).
+#[derive(Clone, Debug)]
+pub struct Posted {
+    pub channel: String,
+    pub ts: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub blocks: Value,
+    pub at: Instant,
+}
+
+impl Posted {
+    /// `(label, value)` of every button in the message's actions blocks.
+    pub fn buttons(&self) -> Vec<(String, String)> {
+        let blocks = self.blocks.as_array().cloned().unwrap_or_default();
+        blocks
+            .iter()
+            .filter(|b| b["type"] == "actions")
+            .flat_map(|b| b["elements"].as_array().cloned().unwrap_or_default())
+            .map(|e| {
+                (
+                    e["text"]["text"].as_str().unwrap_or_default().to_owned(),
+                    e["value"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+}
+
+#[derive(Default)]
+pub struct WebState {
+    pub calls: Vec<Call>,
+    pub posted: Vec<Posted>,
+    pub updates: Vec<Posted>,
+    pub faults: HashMap<String, VecDeque<Fault>>,
+    pub users: HashMap<String, String>,
+    pub files: HashMap<String, Vec<u8>>,
+    pub next_ts: u64,
+    pub next_ticket: u64,
+    /// Port of the Socket Mode websocket server.
+    pub ws_port: u16,
+}
+
+pub type Shared = Arc<Mutex<WebState>>;
+
+fn lock(st: &Shared) -> std::sync::MutexGuard<'_, WebState> {
+    st.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ok(mut body: Value) -> Response {
+    body["ok"] = json!(true);
+    axum::Json(body).into_response()
+}
+
+fn err(code: &str) -> Response {
+    axum::Json(json!({"ok": false, "error": code})).into_response()
+}
+
+/// Every request to the fake's HTTP port.
+pub async fn handle(
+    State(st): State<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    if let Some(name) = path.strip_prefix("/files/") {
+        let st = lock(&st);
+        return match (token.as_deref(), st.files.get(name)) {
+            (Some(BOT_TOKEN), Some(bytes)) => bytes.clone().into_response(),
+            (Some(BOT_TOKEN), None) => StatusCode::NOT_FOUND.into_response(),
+            _ => StatusCode::FORBIDDEN.into_response(),
+        };
+    }
+    let Some(method) = path.strip_prefix("/api/").map(str::to_owned) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut params = Map::new();
+    if let Some(q) = uri.query() {
+        parse_pairs(q, &mut params);
+    }
+    let ctype = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if ctype.starts_with("application/json") {
+        if let Ok(Value::Object(m)) = serde_json::from_slice(&body) {
+            params.extend(m);
+        }
+    } else {
+        parse_pairs(&String::from_utf8_lossy(&body), &mut params);
+    }
+    let params = Value::Object(params);
+    let (status, response) = answer(&st, &method, &params, token.as_deref());
+    lock(&st).calls.push(Call {
+        method,
+        params,
+        token,
+        status,
+        at: Instant::now(),
+    });
+    response
+}
+
+fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Response) {
+    let mut s = lock(st);
+    if let Some(fault) = s.faults.get_mut(method).and_then(VecDeque::pop_front) {
+        return match fault {
+            Fault::RetryAfter(secs) => (
+                429,
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [("retry-after", secs.to_string())],
+                    axum::Json(json!({"ok": false, "error": "ratelimited"})),
+                )
+                    .into_response(),
+            ),
+            Fault::Error(code) => (200, err(&code)),
+            Fault::Status(code) => (
+                code,
+                StatusCode::from_u16(code)
+                    .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+                    .into_response(),
+            ),
+        };
+    }
+    if method == "apps.connections.open" {
+        return match token {
+            Some(APP_TOKEN) => {
+                s.next_ticket += 1;
+                let url = format!(
+                    "ws://127.0.0.1:{}/link/?ticket={}",
+                    s.ws_port, s.next_ticket
+                );
+                (200, ok(json!({ "url": url })))
+            }
+            Some(t) if t.starts_with("xoxb-") => (200, err("not_allowed_token_type")),
+            _ => (200, err("invalid_auth")),
+        };
+    }
+    if token != Some(BOT_TOKEN) {
+        return (
+            200,
+            err(if token.is_none() {
+                "not_authed"
+            } else {
+                "invalid_auth"
+            }),
+        );
+    }
+    let r = match method {
+        "auth.test" => ok(json!({
+            "url": "https://hermes-test.slack.com/", "team": "Hermes Test", "user": "hermes",
+            "team_id": TEAM, "user_id": BOT_USER, "bot_id": "BBOT", "is_enterprise_install": false
+        })),
+        "chat.postMessage" | "chat.update" => match message(&mut s, method, p) {
+            Ok(r) => r,
+            Err(code) => err(code),
+        },
+        "users.info" => {
+            let id = p["user"].as_str().unwrap_or_default();
+            match s.users.get(id) {
+                Some(name) => ok(json!({"user": {
+                    "id": id, "team_id": TEAM, "name": name.to_lowercase(), "real_name": name,
+                    "profile": {"display_name": name, "real_name": name}
+                }})),
+                None => err("user_not_found"),
+            }
+        }
+        "conversations.info" => {
+            let id = p["channel"].as_str().unwrap_or_default();
+            ok(
+                json!({"channel": {"id": id, "name": format!("chan-{id}"), "is_im": id.starts_with('D')}}),
+            )
+        }
+        _ => err("unknown_method"),
+    };
+    (200, r)
+}
+
+/// `chat.postMessage` / `chat.update` with Slack's checks on text and blocks.
+fn message(s: &mut WebState, method: &str, p: &Value) -> Result<Response, &'static str> {
+    let channel = p["channel"]
+        .as_str()
+        .filter(|c| !c.is_empty())
+        .ok_or("channel_not_found")?;
+    let text = p["text"].as_str().unwrap_or_default().to_owned();
+    let blocks = match &p["blocks"] {
+        Value::String(s) => serde_json::from_str(s).map_err(|_| "invalid_blocks_format")?,
+        other => other.clone(),
+    };
+    if text.is_empty() && blocks.is_null() {
+        return Err("no_text");
+    }
+    if text.chars().count() > 40_000 {
+        return Err("msg_too_long");
+    }
+    for b in blocks.as_array().into_iter().flatten() {
+        let t = b["text"]["text"].as_str().unwrap_or_default();
+        if b["type"] == "section" && (t.is_empty() || t.chars().count() > 3000) {
+            return Err("invalid_blocks");
+        }
+    }
+    let thread_ts = p["thread_ts"].as_str().map(str::to_owned);
+    let ts = if method == "chat.update" {
+        let ts = p["ts"].as_str().ok_or("message_not_found")?.to_owned();
+        if !s.posted.iter().any(|m| m.ts == ts && m.channel == channel) {
+            return Err("message_not_found");
+        }
+        ts
+    } else {
+        s.next_ts += 1;
+        format!("1700000100.{:06}", s.next_ts)
+    };
+    let posted = Posted {
+        channel: channel.to_owned(),
+        ts: ts.clone(),
+        thread_ts: thread_ts.clone(),
+        text: text.clone(),
+        blocks,
+        at: Instant::now(),
+    };
+    if method == "chat.update" {
+        s.updates.push(posted);
+    } else {
+        s.posted.push(posted);
+    }
+    let mut msg =
+        json!({"type": "message", "text": text, "user": BOT_USER, "bot_id": "BBOT", "ts": ts});
+    if let Some(t) = &thread_ts {
+        msg["thread_ts"] = json!(t);
+    }
+    Ok(ok(json!({"channel": channel, "ts": ts, "message": msg})))
+}
