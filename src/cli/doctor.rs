@@ -55,6 +55,14 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
+            "discord: {}",
+            if c.discord.is_active() {
+                format!("on, {} allowed user(s)", c.discord.allowed_users.len())
+            } else {
+                "off (set DISCORD_BOT_TOKEN)".to_owned()
+            }
+        ),
+        format!(
             "slack: {}",
             if c.slack.is_active() {
                 format!(
@@ -139,7 +147,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => r.fail(
             "platforms",
-            "none configured (set TELEGRAM_BOT_TOKEN or SLACK_BOT_TOKEN)",
+            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN)",
         ),
         Ok(adapters) => {
             for a in adapters {

@@ -37,6 +37,15 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
                 .into(),
         );
     }
+    if config.discord.is_active() {
+        #[cfg(feature = "discord")]
+        adapters.push(Arc::new(discord_adapter(&config.discord)?));
+        #[cfg(not(feature = "discord"))]
+        return Err(
+            "DISCORD_BOT_TOKEN is set but this hermes was built without the `discord` feature"
+                .into(),
+        );
+    }
     if config.slack.is_active() {
         #[cfg(feature = "slack")]
         adapters.push(Arc::new(slack_adapter(&config.slack)?));
@@ -46,6 +55,35 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
         );
     }
     Ok(adapters)
+}
+
+#[cfg(feature = "discord")]
+fn discord_adapter(
+    c: &crate::config::DiscordConfig,
+) -> Result<hermes_discord::DiscordAdapter, String> {
+    use crate::config::DiscordConfig;
+    let api_url = c
+        .api_url
+        .parse()
+        .map_err(|e| format!("discord.api_url: {e}"))?;
+    Ok(hermes_discord::DiscordAdapter::new(
+        hermes_discord::DiscordSettings {
+            token: c.bot_token.expose().to_owned(),
+            api_url,
+            gateway_url: c
+                .gateway_url
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("discord.gateway_url: {e}"))?,
+            allowed_guilds: DiscordConfig::ids(&c.allowed_guilds),
+            allowed_roles: DiscordConfig::ids(&c.allowed_roles),
+            free_response_channels: DiscordConfig::ids(&c.free_response_channels),
+            require_mention: c.require_mention,
+            auto_thread: c.auto_thread,
+            message_content: c.message_content,
+        },
+    ))
 }
 
 #[cfg(feature = "slack")]
@@ -83,7 +121,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather) or SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), or the [telegram] / [slack] section of the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) or SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), or the [telegram] / [discord] / [slack] section of the config file"
             );
             return ExitCode::from(2);
         }

@@ -39,6 +39,7 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("TELEGRAM_API_URL") {
         config.telegram.api_url = v.trim().trim_end_matches('/').to_owned();
     }
+    config.discord.overlay(env)?;
     slack(config, env);
     if config.llm.provider == super::ProviderKind::Anthropic {
         if config.llm.api_key.is_empty()

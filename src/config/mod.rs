@@ -6,6 +6,7 @@
 //! from the environment); a missing explicit file is an error. Every key is documented in
 //! `config/hermes.example.toml`; the defaults live in the `Default` impls below and nowhere else.
 
+mod discord;
 mod env;
 mod error;
 mod llm;
@@ -25,6 +26,7 @@ use serde::Deserialize;
 use crate::policy::{Decision, Level};
 use crate::tools::Category;
 
+pub use discord::DiscordConfig;
 pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
@@ -52,6 +54,7 @@ pub struct Config {
     pub cron: CronConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
+    pub discord: DiscordConfig,
     pub slack: SlackConfig,
     pub admin: AdminConfig,
     pub retention: RetentionConfig,
@@ -331,6 +334,7 @@ impl Config {
         let mut all = vec![
             self.llm.api_key.expose(),
             self.telegram.bot_token.expose(),
+            self.discord.bot_token.expose(),
             self.slack.bot_token.expose(),
             self.slack.app_token.expose(),
             self.slack.signing_secret.expose(),
@@ -355,6 +359,7 @@ impl Config {
                 )
                     .hash(&mut h);
             }
+            Platform::Discord => self.discord.hash_settings(&mut h),
             Platform::Slack => {
                 let s = &self.slack;
                 (s.enabled, s.bot_token.expose(), s.app_token.expose()).hash(&mut h);

@@ -140,6 +140,16 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
         parsed.telegram.poll_timeout_secs,
         defaults.telegram.poll_timeout_secs
     );
+    assert_eq!(parsed.discord.api_url, defaults.discord.api_url);
+    assert_eq!(
+        parsed.discord.require_mention,
+        defaults.discord.require_mention
+    );
+    assert_eq!(parsed.discord.auto_thread, defaults.discord.auto_thread);
+    assert_eq!(
+        parsed.discord.message_content,
+        defaults.discord.message_content
+    );
     assert_eq!(parsed.admin, defaults.admin);
     assert_eq!(parsed.retention, defaults.retention);
     assert_eq!(

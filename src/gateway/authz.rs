@@ -36,6 +36,10 @@ impl Authorizer {
             config.telegram.allowed_users.iter().cloned().collect(),
         );
         per_platform.insert(
+            Platform::Discord,
+            config.discord.allowed_users.iter().cloned().collect(),
+        );
+        per_platform.insert(
             Platform::Slack,
             config.slack.allowed_users.iter().cloned().collect(),
         );

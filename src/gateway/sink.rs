@@ -63,4 +63,12 @@ impl InboundSink for AdapterSink {
     fn heartbeat(&self) {
         self.health.heartbeat(self.platform);
     }
+
+    fn disconnected(&self, reason: &str) {
+        self.health.set_state(
+            self.platform,
+            super::health::ListenerState::Restarting,
+            Some(reason.to_owned()),
+        );
+    }
 }

@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 pub mod daemon;
+pub mod discord_api;
+pub mod discord_world;
+pub mod fake_discord;
 pub mod fake_http;
 pub mod fake_llm;
 pub mod fake_slack;

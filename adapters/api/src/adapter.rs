@@ -137,6 +137,11 @@ pub trait InboundSink: Send + Sync {
     /// The listener is connected and working (a poll returned, a heartbeat was acknowledged),
     /// even if no message arrived. A listener that stops calling this is restarted.
     fn heartbeat(&self);
+
+    /// The listener lost its connection and its SDK is reconnecting by itself (a gateway
+    /// websocket that resumes on its own), so `run` keeps going. Health shows the outage until
+    /// the next [`heartbeat`](Self::heartbeat).
+    fn disconnected(&self, _reason: &str) {}
 }
 
 /// A messaging platform.
