@@ -31,6 +31,7 @@ async fn give_back_memory(shared: Arc<Shared>) {
         high = high.max(lanes);
         if high - lanes >= RETIRED {
             let before = crate::metrics::resident_bytes();
+            shared.pool.shrink();
             trim_heap();
             tracing::debug!(
                 retired = high - lanes,

@@ -109,6 +109,11 @@ impl SessionPool {
             .is_some()
     }
 
+    /// Give back the table's spare capacity after a burst of sessions.
+    pub fn shrink(&self) {
+        self.lanes.shrink_to_fit();
+    }
+
     pub fn active_lanes(&self) -> usize {
         self.lanes.len()
     }
