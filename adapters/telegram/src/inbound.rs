@@ -195,18 +195,20 @@ fn trigger(
     Some((trigger, text))
 }
 
-/// Remove `@botname` (any case) from the text and tidy the spaces it leaves.
+/// Remove `@botname` (ASCII case-insensitively, as Telegram usernames are ASCII) from the text
+/// and tidy the spaces it leaves. Matched on the text itself: lowercasing can change the length
+/// of other characters (`İ`, `ẞ`), so offsets in a lowercased copy do not fit the original.
 fn strip_mention(text: &str, mention: &str) -> String {
-    let lower = text.to_lowercase();
-    let needle = mention.to_lowercase();
-    if lower.len() != text.len() {
-        return text.to_owned();
-    }
+    let needle = mention.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut rest = 0;
-    for (at, _) in lower.match_indices(&needle) {
-        out.push_str(&text[rest..at]);
-        rest = at + needle.len();
+    let (mut rest, mut at) = (0, 0);
+    // A match starts at `@` and ends after whole UTF-8 sequences: both are character boundaries.
+    while let Some(n) = text.as_bytes()[at..]
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+    {
+        out.push_str(&text[rest..at + n]);
+        (rest, at) = (at + n + needle.len(), at + n + needle.len());
     }
     out.push_str(&text[rest..]);
     let cleaned = out.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -152,3 +152,21 @@ fn an_unparseable_message_is_skipped_not_fatal() {
     }}));
     assert!(matches!(convert(&u, &me()), Inbound::Skip));
 }
+
+/// Found by the `telegram_update` fuzz target: lowercasing changes byte lengths (`İ` grows, `ẞ`
+/// shrinks), so offsets found in the lowercased text could fall inside a character of the
+/// original and panic. The mention is matched on the original text.
+#[test]
+fn mention_next_to_letters_whose_case_changes_length() {
+    for (text, offset, stripped) in [
+        ("İ @hermes_test_botẞ", 2, "İ ẞ"),
+        ("İstanbul @Hermes_Test_Bot?", 9, "İstanbul ?"),
+    ] {
+        let m = converted(&update(json!({
+            "message_id": 7, "date": 0, "chat": group(), "from": user(42), "text": text,
+            "entities": [{"type": "mention", "offset": offset, "length": 16}]
+        })));
+        assert_eq!(m.trigger, Trigger::Mention);
+        assert_eq!(m.text, stripped, "{text}");
+    }
+}
