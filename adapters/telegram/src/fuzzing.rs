@@ -2,7 +2,7 @@
 //! of Telegram's HTML subset that the formatter's unit tests use. Not an API.
 
 use hermes_adapter::Message;
-use teloxide::types::Update;
+pub use teloxide::types::Update;
 
 use crate::inbound::{self, BotIdentity, Inbound};
 

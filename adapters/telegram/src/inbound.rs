@@ -2,6 +2,8 @@
 //! Telegram's rules (private chat; in groups a mention, a reply to the bot, or a command for this
 //! bot; everything else is ambient chatter).
 
+use std::ops::Range;
+
 use hermes_adapter::{
     Attachment, AttachmentKind, Chat, ChatKind, Message, Platform, ReplyRef, Sender, Trigger,
 };
@@ -142,28 +144,33 @@ fn trigger(
     me: &BotIdentity,
     is_private: bool,
 ) -> Option<(Trigger, String)> {
+    let raw = text;
     let entities = m
-        .parse_entities()
-        .or_else(|| m.parse_caption_entities())
+        .entities()
+        .or_else(|| m.caption_entities())
         .unwrap_or_default();
     let mention = format!("@{}", me.username);
     let mut command = false;
     let mut mentioned = false;
-    let mut text = text.to_owned();
-    for e in &entities {
-        match e.kind() {
-            MessageEntityKind::BotCommand if e.start() == 0 => {
-                let cmd = e.text();
-                match cmd.split_once('@') {
+    let mut text = raw.to_owned();
+    for e in entities {
+        // Not teloxide's `parse_entities`: it panics on offsets outside the text.
+        let Some(range) = byte_range(raw, e.offset, e.length) else {
+            continue;
+        };
+        let covered = &raw[range.clone()];
+        match &e.kind {
+            MessageEntityKind::BotCommand if range.start == 0 && !command => {
+                match covered.split_once('@') {
                     Some((name, target)) if target.eq_ignore_ascii_case(&me.username) => {
-                        text = format!("{name}{}", &text[cmd.len().min(text.len())..]);
+                        text = format!("{name}{}", &raw[range.end..]);
                         command = true;
                     }
                     Some(_) => return None,
                     None => command = true,
                 }
             }
-            MessageEntityKind::Mention if e.text().eq_ignore_ascii_case(&mention) => {
+            MessageEntityKind::Mention if covered.eq_ignore_ascii_case(&mention) => {
                 mentioned = true
             }
             MessageEntityKind::TextMention { user } if user.id.0 == me.id => mentioned = true,
@@ -193,6 +200,26 @@ fn trigger(
         Trigger::Ambient
     };
     Some((trigger, text))
+}
+
+/// The bytes of `text` that an entity covers; Telegram counts `offset` and `length` in UTF-16
+/// units. `None` unless both ends fall on character boundaries within the text.
+fn byte_range(text: &str, offset: usize, length: usize) -> Option<Range<usize>> {
+    let end = offset.checked_add(length)?;
+    let (mut start_byte, mut units) = (None, 0);
+    for (at, c) in text.char_indices().chain([(text.len(), '\0')]) {
+        if units == offset {
+            start_byte = Some(at);
+        }
+        if units == end {
+            return Some(start_byte?..at);
+        }
+        if units > end {
+            return None;
+        }
+        units += c.len_utf16();
+    }
+    None
 }
 
 /// Remove `@botname` (ASCII case-insensitively, as Telegram usernames are ASCII) from the text
