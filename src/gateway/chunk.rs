@@ -13,7 +13,9 @@
 //! of the answer is closed in the last chunk. If the opening line would take more than half the
 //! limit, continuation chunks reopen with the bare fence (no info string). Only fence lines too
 //! long to repeat (an opening line that nearly fills the limit, a run of more than about a
-//! quarter of it) defeat this: such a block is split like ordinary text.
+//! quarter of it) defeat this: such a block is split like ordinary text. So does a run of
+//! backticks or tildes inside a line that is longer than a chunk can hold: the chunk that
+//! continues it starts with what looks like a fence.
 
 use hermes_adapter::LengthUnit;
 

@@ -2,6 +2,8 @@
 //! Telegram's rules (private chat; in groups a mention, a reply to the bot, or a command for this
 //! bot; everything else is ambient chatter).
 
+use std::ops::Range;
+
 use hermes_adapter::{
     Attachment, AttachmentKind, Chat, ChatKind, Message, Platform, ReplyRef, Sender, Trigger,
 };
@@ -142,28 +144,33 @@ fn trigger(
     me: &BotIdentity,
     is_private: bool,
 ) -> Option<(Trigger, String)> {
+    let raw = text;
     let entities = m
-        .parse_entities()
-        .or_else(|| m.parse_caption_entities())
+        .entities()
+        .or_else(|| m.caption_entities())
         .unwrap_or_default();
     let mention = format!("@{}", me.username);
     let mut command = false;
     let mut mentioned = false;
-    let mut text = text.to_owned();
-    for e in &entities {
-        match e.kind() {
-            MessageEntityKind::BotCommand if e.start() == 0 => {
-                let cmd = e.text();
-                match cmd.split_once('@') {
+    let mut text = raw.to_owned();
+    for e in entities {
+        // Not teloxide's `parse_entities`: it panics on offsets outside the text.
+        let Some(range) = byte_range(raw, e.offset, e.length) else {
+            continue;
+        };
+        let covered = &raw[range.clone()];
+        match &e.kind {
+            MessageEntityKind::BotCommand if range.start == 0 && !command => {
+                match covered.split_once('@') {
                     Some((name, target)) if target.eq_ignore_ascii_case(&me.username) => {
-                        text = format!("{name}{}", &text[cmd.len().min(text.len())..]);
+                        text = format!("{name}{}", &raw[range.end..]);
                         command = true;
                     }
                     Some(_) => return None,
                     None => command = true,
                 }
             }
-            MessageEntityKind::Mention if e.text().eq_ignore_ascii_case(&mention) => {
+            MessageEntityKind::Mention if covered.eq_ignore_ascii_case(&mention) => {
                 mentioned = true
             }
             MessageEntityKind::TextMention { user } if user.id.0 == me.id => mentioned = true,
@@ -195,18 +202,40 @@ fn trigger(
     Some((trigger, text))
 }
 
-/// Remove `@botname` (any case) from the text and tidy the spaces it leaves.
-fn strip_mention(text: &str, mention: &str) -> String {
-    let lower = text.to_lowercase();
-    let needle = mention.to_lowercase();
-    if lower.len() != text.len() {
-        return text.to_owned();
+/// The bytes of `text` that an entity covers; Telegram counts `offset` and `length` in UTF-16
+/// units. `None` unless both ends fall on character boundaries within the text.
+fn byte_range(text: &str, offset: usize, length: usize) -> Option<Range<usize>> {
+    let end = offset.checked_add(length)?;
+    let (mut start_byte, mut units) = (None, 0);
+    for (at, c) in text.char_indices().chain([(text.len(), '\0')]) {
+        if units == offset {
+            start_byte = Some(at);
+        }
+        if units == end {
+            return Some(start_byte?..at);
+        }
+        if units > end {
+            return None;
+        }
+        units += c.len_utf16();
     }
+    None
+}
+
+/// Remove `@botname` (ASCII case-insensitively, as Telegram usernames are ASCII) from the text
+/// and tidy the spaces it leaves. Matched on the text itself: lowercasing can change the length
+/// of other characters (`İ`, `ẞ`), so offsets in a lowercased copy do not fit the original.
+fn strip_mention(text: &str, mention: &str) -> String {
+    let needle = mention.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut rest = 0;
-    for (at, _) in lower.match_indices(&needle) {
-        out.push_str(&text[rest..at]);
-        rest = at + needle.len();
+    let (mut rest, mut at) = (0, 0);
+    // A match starts at `@` and ends after whole UTF-8 sequences: both are character boundaries.
+    while let Some(n) = text.as_bytes()[at..]
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle))
+    {
+        out.push_str(&text[rest..at + n]);
+        (rest, at) = (at + n + needle.len(), at + n + needle.len());
     }
     out.push_str(&text[rest..]);
     let cleaned = out.split_whitespace().collect::<Vec<_>>().join(" ");

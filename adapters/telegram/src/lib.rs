@@ -10,6 +10,8 @@
 //! the test fake.
 
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod inbound;
 mod outbound;
 

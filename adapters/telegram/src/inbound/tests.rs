@@ -152,3 +152,48 @@ fn an_unparseable_message_is_skipped_not_fatal() {
     }}));
     assert!(matches!(convert(&u, &me()), Inbound::Skip));
 }
+
+/// Found by the `telegram_update` fuzz target: lowercasing changes byte lengths (`İ` grows, `ẞ`
+/// shrinks), so offsets found in the lowercased text could fall inside a character of the
+/// original and panic. The mention is matched on the original text.
+#[test]
+fn mention_next_to_letters_whose_case_changes_length() {
+    for (text, offset, stripped) in [
+        ("İ @hermes_test_botẞ", 2, "İ ẞ"),
+        ("İstanbul @Hermes_Test_Bot?", 9, "İstanbul ?"),
+    ] {
+        let m = converted(&update(json!({
+            "message_id": 7, "date": 0, "chat": group(), "from": user(42), "text": text,
+            "entities": [{"type": "mention", "offset": offset, "length": 16}]
+        })));
+        assert_eq!(m.trigger, Trigger::Mention);
+        assert_eq!(m.text, stripped, "{text}");
+    }
+}
+
+/// Found by the `telegram_update` fuzz target: teloxide's `parse_entities` panics on entities
+/// outside the text or inside a surrogate pair; such entities are ignored. A repeated command
+/// entity must not cut the rewritten text inside a character either.
+#[test]
+fn malformed_entities_are_ignored() {
+    for entities in [
+        json!([{"type": "mention", "offset": 13, "length": 20}]),
+        json!([{"type": "mention", "offset": 1, "length": 2}]),
+        json!([{"type": "bot_command", "offset": 0, "length": 18446744073709551615u64}]),
+    ] {
+        let m = converted(&update(json!({
+            "message_id": 7, "date": 0, "chat": group(), "from": user(42),
+            "text": "😀 is this @hermes_test_bot?", "entities": entities
+        })));
+        assert_eq!(m.trigger, Trigger::Ambient);
+    }
+    let command = json!({"type": "bot_command", "offset": 0, "length": 20});
+    let m = converted(&update(json!({
+        "message_id": 7, "date": 0, "chat": group(), "from": user(42),
+        "text": "/new@hermes_test_bot x漢字漢字漢字", "entities": [command, command]
+    })));
+    assert_eq!(
+        (m.trigger, m.text.as_str()),
+        (Trigger::Command, "/new x漢字漢字漢字")
+    );
+}
