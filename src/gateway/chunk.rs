@@ -353,65 +353,22 @@ fn trim_blank_lines(text: &str) -> &str {
     text[skip_blank_lines(text, 0)..].trim_end()
 }
 
+#[doc(hidden)]
+pub mod invariants;
+
 #[cfg(test)]
 mod tests {
+    use super::invariants::*;
     use super::*;
-    use std::collections::BTreeSet;
 
     const UNITS: [LengthUnit; 3] = [LengthUnit::Utf16, LengthUnit::Chars, LengthUnit::Bytes];
-
-    /// Panics unless the chunks hold all non-whitespace content of `text`, in order, with only
-    /// fence lines added. Tracks every alignment, as an added fence may look like source text.
-    fn assert_content_preserved(text: &str, chunks: &[String]) {
-        let source: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let mut positions = BTreeSet::from([0]);
-        for line in chunks.iter().flat_map(|c| c.lines()) {
-            let chars: Vec<char> = line.chars().filter(|c| !c.is_whitespace()).collect();
-            let t = line.trim_start();
-            let fence = t.starts_with("```") || t.starts_with("~~~");
-            positions = (positions.iter())
-                .flat_map(|&at| {
-                    let matched = source[at..].starts_with(&chars).then_some(at + chars.len());
-                    matched.into_iter().chain(fence.then_some(at))
-                })
-                .collect();
-            assert!(!positions.is_empty(), "line not in the source: {line:?}");
-        }
-        assert!(positions.contains(&source.len()), "content lost");
-    }
 
     /// Checks every guarantee and returns the chunks.
     fn chunks(text: &str, max_len: usize, unit: LengthUnit) -> Vec<String> {
         let chunks = chunk_markdown(text, max_len, unit);
-        let limit = max_len.max(MIN_CHUNK_LEN);
-        for chunk in &chunks {
-            let len = unit.len(chunk);
-            assert!(len <= limit, "{len} > {limit}: {chunk:?}");
-            assert!(
-                chunk == chunk.trim_end() && !chunk.trim().is_empty(),
-                "{chunk:?}"
-            );
-            assert!(!chunk.starts_with('\n'), "{chunk:?}");
-            assert_balanced(chunk);
-        }
-        assert_eq!(chunks.is_empty(), text.trim().is_empty());
-        assert_content_preserved(text, &chunks);
+        assert_chunks_valid(text, &chunks, max_len, unit);
+        chunks.iter().for_each(|c| assert_balanced(c));
         chunks
-    }
-
-    /// Panics if a fence opened in `chunk` is not closed.
-    fn assert_balanced(chunk: &str) {
-        let mut open = None;
-        for line in chunk.lines() {
-            match (open, fence_run(line)) {
-                (None, Some((ch, _, fence, info))) if ch == '~' || !info.contains('`') => {
-                    open = Some(fence);
-                }
-                (Some(closer), _) if closes(line, closer) => open = None,
-                _ => {}
-            }
-        }
-        assert_eq!(open, None, "unbalanced fence in {chunk:?}");
     }
 
     fn prose(words: usize) -> String {
