@@ -1,9 +1,8 @@
 //! A daemon with Email alone, against the real Dovecot (IMAP + LMTP) and the SMTP front that
 //! `.ci/mail-servers` starts on 127.0.0.1, plus a tiny SMTP client and a Maildir reader.
 //!
-//! Each world gets its own bot and correspondent mailboxes (users added to Dovecot's passwd
-//! file, which Dovecot re-reads when it changes), so tests run in parallel without seeing each
-//! other's mail.
+//! Each world gets its own bot and correspondent mailboxes (Dovecot accepts any user name with
+//! the password `secret`), so tests run in parallel without seeing each other's mail.
 //!
 //! Locally: `.ci/mail-servers` (as root; installs Dovecot and aiosmtpd on first use), then
 //! `cargo nextest run --test email_conversation --test email_delivery`.
@@ -52,15 +51,6 @@ impl MailServers {
         s
     }
 
-    /// Add a mailbox user (password `secret`) named `name`.
-    pub fn add_user(&self, name: &str) {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.data.join("users"))
-            .expect("users file");
-        writeln!(f, "{name}:{{PLAIN}}secret::::::").expect("add user");
-    }
-
     /// The `new` directory of a user's Maildir INBOX.
     pub fn maildir_new(&self, user: &str) -> PathBuf {
         self.data.join("mail").join(user).join("Maildir").join("new")
@@ -78,12 +68,18 @@ impl MailServers {
                     .map(|e| e.path())
             })
             .collect();
+        // Maildir names start `<seconds>.M<microseconds>P<pid>`: delivery order.
         files.sort_by_key(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.split('.').next())
-                .and_then(|t| t.parse::<u64>().ok())
-                .unwrap_or(0)
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let mut parts = name.split('.');
+            let secs = parts.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+            let micros = parts
+                .next()
+                .and_then(|m| m.strip_prefix('M'))
+                .map(|m| m.chars().take_while(char::is_ascii_digit).collect::<String>())
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(0);
+            (secs, micros)
         });
         files
             .into_iter()
@@ -172,9 +168,6 @@ impl MailWorld {
         let bot = unique("bot");
         let alice = unique("alice");
         let mallory = unique("mallory");
-        for u in [&bot, &alice, &mallory] {
-            mail.add_user(u);
-        }
         let (bot_addr, alice_addr, mallory_addr) = (
             format!("{bot}@localhost"),
             format!("{alice}@localhost"),
@@ -232,6 +225,23 @@ impl MailWorld {
         }
     }
 
+    /// Every daemon log of this world, concatenated.
+    pub fn logs(&self) -> String {
+        let mut names: Vec<_> = std::fs::read_dir(self.w.home.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("daemon-")))
+            .collect();
+        names.sort();
+        names
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n---- restart ----\n")
+    }
+
     pub fn connections(&self) -> usize {
         self.connected_count()
     }
@@ -260,8 +270,9 @@ impl MailWorld {
             }
             assert!(
                 Instant::now() < deadline,
-                "{user} has {} mail(s), expected {n}",
-                m.len()
+                "{user} has {} mail(s), expected {n}; daemon logs:\n{}",
+                m.len(),
+                self.logs()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
