@@ -296,9 +296,10 @@ fn count_in_logs(home: &PathBuf, needle: &str) -> usize {
 
 /// A header of a raw mail (first occurrence, unfolded).
 pub fn header(raw: &[u8], name: &str) -> Option<String> {
-    let text = String::from_utf8_lossy(raw);
-    let head = text.split("\r\n\r\n").next().unwrap_or("");
-    let unfolded = head.replace("\r\n ", " ").replace("\r\n\t", " ");
+    // Dovecot stores Maildir files with bare LF line ends.
+    let text = String::from_utf8_lossy(raw).replace("\r\n", "\n");
+    let head = text.split("\n\n").next().unwrap_or("");
+    let unfolded = head.replace("\n ", " ").replace("\n\t", " ");
     unfolded.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.trim()
