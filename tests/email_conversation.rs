@@ -20,33 +20,68 @@ const CONFIG: &str = "[email]\npoll_secs = 600\n";
 #[tokio::test]
 async fn alice_gets_a_threaded_reply_within_seconds() {
     let mut mw = MailWorld::new(CONFIG).await;
+    mw.w.set_env("EMAIL_SENT_FOLDER", "Sent");
     let _d = mw.start().await;
     let alice = mw.alice_addr.clone();
     let started = Instant::now();
     mw.send_to_bot(
         &alice,
-        &mw.text_mail(&alice, "first@alice.test", "Hello there", "What is 2+2?", ""),
+        &mw.text_mail(
+            &alice,
+            "first@alice.test",
+            "Hello there",
+            "What is 2+2?",
+            "",
+        ),
     );
     let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
     let took = started.elapsed();
     eprintln!("reply in alice's mailbox after {took:?}");
     let r = &replies[0];
     assert_eq!(header(r, "Subject").as_deref(), Some("Re: Hello there"));
-    assert_eq!(header(r, "In-Reply-To").as_deref(), Some("<first@alice.test>"));
-    assert!(header(r, "References").unwrap().contains("<first@alice.test>"));
+    assert_eq!(
+        header(r, "In-Reply-To").as_deref(),
+        Some("<first@alice.test>")
+    );
+    assert!(
+        header(r, "References")
+            .unwrap()
+            .contains("<first@alice.test>")
+    );
     let id = header(r, "Message-ID").expect("a Message-ID");
-    assert!(id.ends_with(&format!("@localhost>")) && id != "<first@alice.test>", "{id}");
+    assert!(
+        id.ends_with(&format!("@localhost>")) && id != "<first@alice.test>",
+        "{id}"
+    );
     assert!(header(r, "From").unwrap().contains(&mw.bot_addr));
     assert_eq!(header(r, "Auto-Submitted").as_deref(), Some("auto-replied"));
     let text = String::from_utf8_lossy(r);
     assert!(text.contains("multipart/alternative"), "{text}");
-    assert!(text.contains("text/plain") && text.contains("text/html"), "{text}");
+    assert!(
+        text.contains("text/plain") && text.contains("text/html"),
+        "{text}"
+    );
     assert!(body_text(r).contains("echo:"), "{text}");
+    // A copy went to the bot's Sent folder.
+    let sent = mw
+        .mail
+        .data
+        .join("mail")
+        .join(&mw.bot)
+        .join("Maildir/.Sent/cur");
+    let deadline = Instant::now() + WAIT;
+    while std::fs::read_dir(&sent).map_or(0, |d| d.count()) == 0 {
+        assert!(Instant::now() < deadline, "no copy in {}", sent.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // The model saw the body, labelled as untrusted.
     let reqs = mw.w.llm.requests();
     assert_eq!(reqs.len(), 1);
     let user = reqs[0].last_user_text().unwrap();
-    assert!(user.contains("What is 2+2?") && user.contains("untrusted"), "{user}");
+    assert!(
+        user.contains("What is 2+2?") && user.contains("untrusted"),
+        "{user}"
+    );
 }
 
 #[tokio::test]
@@ -56,7 +91,13 @@ async fn a_reply_in_the_thread_continues_the_session() {
     let alice = mw.alice_addr.clone();
     mw.send_to_bot(
         &alice,
-        &mw.text_mail(&alice, "t1@alice.test", "Plans", "My cat is called Miso.", ""),
+        &mw.text_mail(
+            &alice,
+            "t1@alice.test",
+            "Plans",
+            "My cat is called Miso.",
+            "",
+        ),
     );
     let first = mw.wait_mails(&mw.alice, 1, WAIT).await;
     let bot_id = header(&first[0], "Message-ID").unwrap();
@@ -76,13 +117,24 @@ async fn a_reply_in_the_thread_continues_the_session() {
     assert_eq!(header(r, "Subject").as_deref(), Some("Re: Plans"));
     assert_eq!(header(r, "In-Reply-To").as_deref(), Some("<t2@alice.test>"));
     let refs = header(r, "References").unwrap();
-    assert!(refs.contains("<t1@alice.test>") && refs.contains(&bot_id) && refs.contains("<t2@alice.test>"), "{refs}");
+    assert!(
+        refs.contains("<t1@alice.test>")
+            && refs.contains(&bot_id)
+            && refs.contains("<t2@alice.test>"),
+        "{refs}"
+    );
     let reqs = mw.w.llm.requests();
     assert_eq!(reqs.len(), 2);
     let history = serde_json::to_string(&reqs[1].messages()).unwrap();
-    assert!(history.contains("Miso"), "the agent sees the earlier exchange: {history}");
+    assert!(
+        history.contains("Miso"),
+        "the agent sees the earlier exchange: {history}"
+    );
     let last = reqs[1].last_user_text().unwrap();
-    assert!(!last.contains("quoted history"), "quoted history is trimmed: {last}");
+    assert!(
+        !last.contains("quoted history"),
+        "quoted history is trimmed: {last}"
+    );
 }
 
 #[tokio::test]
@@ -93,20 +145,44 @@ async fn loops_lists_bounces_and_strangers_get_no_reply_and_no_model_call() {
     let mallory = mw.mallory_addr.clone();
     mw.send_to_bot(
         &alice,
-        &mw.text_mail(&alice, "auto@alice.test", "Out of office", "I am away", "Auto-Submitted: auto-replied\r\n"),
+        &mw.text_mail(
+            &alice,
+            "auto@alice.test",
+            "Out of office",
+            "I am away",
+            "Auto-Submitted: auto-replied\r\n",
+        ),
     );
     mw.send_to_bot(
         &alice,
-        &mw.text_mail(&alice, "bulk@alice.test", "News", "bulk", "Precedence: bulk\r\n"),
+        &mw.text_mail(
+            &alice,
+            "bulk@alice.test",
+            "News",
+            "bulk",
+            "Precedence: bulk\r\n",
+        ),
     );
     mw.send_to_bot(
         &alice,
-        &mw.text_mail(&alice, "list@alice.test", "[list] hi", "list mail", "List-Id: <dev.lists.test>\r\n"),
+        &mw.text_mail(
+            &alice,
+            "list@alice.test",
+            "[list] hi",
+            "list mail",
+            "List-Id: <dev.lists.test>\r\n",
+        ),
     );
     let daemon = "MAILER-DAEMON@localhost";
     mw.send_to_bot(
         daemon,
-        &mw.text_mail(daemon, "bounce@x.test", "Undelivered Mail Returned to Sender", "bounce", ""),
+        &mw.text_mail(
+            daemon,
+            "bounce@x.test",
+            "Undelivered Mail Returned to Sender",
+            "bounce",
+            "",
+        ),
     );
     mw.send_to_bot(
         &mallory,
@@ -123,12 +199,27 @@ async fn loops_lists_bounces_and_strangers_get_no_reply_and_no_model_call() {
     );
     let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(mw.mail.mails(&mw.alice).len(), 1, "only the real question is answered");
-    assert_eq!(header(&replies[0], "In-Reply-To").as_deref(), Some("<real@alice.test>"));
-    assert!(mw.mail.mails(&mw.mallory).is_empty(), "mallory gets nothing");
+    assert_eq!(
+        mw.mail.mails(&mw.alice).len(),
+        1,
+        "only the real question is answered"
+    );
+    assert_eq!(
+        header(&replies[0], "In-Reply-To").as_deref(),
+        Some("<real@alice.test>")
+    );
+    assert!(
+        mw.mail.mails(&mw.mallory).is_empty(),
+        "mallory gets nothing"
+    );
     let reqs = mw.w.llm.requests();
     assert_eq!(reqs.len(), 1, "one model call, for the real question");
-    assert!(reqs[0].last_user_text().unwrap().contains("a real question"));
+    assert!(
+        reqs[0]
+            .last_user_text()
+            .unwrap()
+            .contains("a real question")
+    );
 }
 
 #[tokio::test]
@@ -166,7 +257,10 @@ async fn html_only_legacy_charsets_and_a_huge_attachment_are_handled() {
                 let n = (u32::from(q[0]) << 16) | (u32::from(q[1]) << 8) | u32::from(q[2]);
                 for i in (0..4).rev() {
                     let v = (n >> (6 * i)) & 63;
-                    s.push(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[v as usize] as char);
+                    s.push(
+                        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                            [v as usize] as char,
+                    );
                 }
             }
             s + "\r\n"
@@ -181,7 +275,10 @@ async fn html_only_legacy_charsets_and_a_huge_attachment_are_handled() {
     let reqs = mw.w.llm.wait_requests(4, WAIT).await;
     let seen: Vec<String> = reqs.iter().map(|r| r.last_user_text().unwrap()).collect();
     let all = seen.join("\n");
-    assert!(all.contains("Only HTML here") || all.contains("Only **HTML** here"), "{all}");
+    assert!(
+        all.contains("Only HTML here") || all.contains("Only **HTML** here"),
+        "{all}"
+    );
     assert!(!all.contains("<script>") && !all.contains("<p>"), "{all}");
     assert!(all.contains("greeting 你好"), "{all}");
     assert!(all.contains("Café crème"), "{all}");
@@ -221,7 +318,10 @@ async fn a_confirmation_is_answered_by_replying_yes_to_the_request_mail() {
     let subject = header(&request, "Subject").unwrap();
     assert!(subject.contains("[approval "), "{subject}");
     let body = body_text(&request);
-    assert!(body.contains("Permission needed") && body.contains("terminal"), "{body}");
+    assert!(
+        body.contains("Permission needed") && body.contains("terminal"),
+        "{body}"
+    );
     let req_id = header(&request, "Message-ID").unwrap();
     let extra = format!("In-Reply-To: {req_id}\r\nReferences: <ap1@alice.test> {req_id}\r\n");
     mw.send_to_bot(
@@ -237,7 +337,26 @@ async fn a_confirmation_is_answered_by_replying_yes_to_the_request_mail() {
     let mails = mw.wait_mails(&mw.alice, 2, WAIT).await;
     let texts: Vec<String> = mails.iter().map(|m| body_text(m)).collect();
     assert!(
-        texts.iter().any(|t| t.contains("tool said:") && t.contains("approved-42")),
+        texts
+            .iter()
+            .any(|t| t.contains("tool said:") && t.contains("approved-42")),
         "{texts:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_idle_the_mailbox_is_polled() {
+    let mut mw = MailWorld::new("[email]\nforce_poll = true\npoll_secs = 1\n").await;
+    let d = mw.start().await;
+    assert!(d.log().contains("idle=false"), "{}", d.log());
+    let alice = mw.alice_addr.clone();
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "p1@alice.test", "Poll", "polled", ""),
+    );
+    let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
+    assert_eq!(
+        header(&replies[0], "In-Reply-To").as_deref(),
+        Some("<p1@alice.test>")
     );
 }

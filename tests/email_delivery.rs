@@ -20,7 +20,8 @@ const CONFIG: &str = "[email]\npoll_secs = 600\n";
 async fn killed_after_storing_before_replying_replies_exactly_once_after_restart() {
     let mut mw = MailWorld::new(CONFIG).await;
     let hang = Gate::new();
-    mw.w.llm.push(Reply::text("never delivered").after(hang.clone()));
+    mw.w.llm
+        .push(Reply::text("never delivered").after(hang.clone()));
     let mut daemon = mw.start().await;
     let alice = mw.alice_addr.clone();
     mw.send_to_bot(
@@ -34,7 +35,10 @@ async fn killed_after_storing_before_replying_replies_exactly_once_after_restart
 
     let _daemon = mw.start().await;
     let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
-    assert_eq!(header(&replies[0], "In-Reply-To").as_deref(), Some("<k1@alice.test>"));
+    assert_eq!(
+        header(&replies[0], "In-Reply-To").as_deref(),
+        Some("<k1@alice.test>")
+    );
     assert!(body_text(&replies[0]).contains("remember me"));
     hang.open();
     // A sentinel after the restart: once it is answered, nothing else is coming.
@@ -46,7 +50,10 @@ async fn killed_after_storing_before_replying_replies_exactly_once_after_restart
     tokio::time::sleep(Duration::from_millis(500)).await;
     let all = mw.mail.mails(&mw.alice);
     assert_eq!(all.len(), 2, "exactly one reply per mail");
-    assert_eq!(header(&replies[1], "In-Reply-To").as_deref(), Some("<k2@alice.test>"));
+    assert_eq!(
+        header(&replies[1], "In-Reply-To").as_deref(),
+        Some("<k2@alice.test>")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,16 +61,25 @@ async fn a_restarted_daemon_neither_repeats_nor_skips_mail() {
     let mut mw = MailWorld::new(CONFIG).await;
     let mut daemon = mw.start().await;
     let alice = mw.alice_addr.clone();
-    mw.send_to_bot(&alice, &mw.text_mail(&alice, "r1@alice.test", "One", "one", ""));
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "r1@alice.test", "One", "one", ""),
+    );
     mw.wait_mails(&mw.alice, 1, WAIT).await;
     daemon.terminate(Duration::from_secs(10));
     // Arrives while the daemon is down.
-    mw.send_to_bot(&alice, &mw.text_mail(&alice, "r2@alice.test", "Two", "two", ""));
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "r2@alice.test", "Two", "two", ""),
+    );
     let _daemon = mw.start().await;
     let replies = mw.wait_mails(&mw.alice, 2, WAIT).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(mw.mail.mails(&mw.alice).len(), 2);
-    assert_eq!(header(&replies[1], "In-Reply-To").as_deref(), Some("<r2@alice.test>"));
+    assert_eq!(
+        header(&replies[1], "In-Reply-To").as_deref(),
+        Some("<r2@alice.test>")
+    );
     let state = std::fs::read_to_string(mw.w.home.path().join("email-imap-state.json")).unwrap();
     assert!(state.contains("\"last_uid\":2"), "{state}");
 }
@@ -110,7 +126,11 @@ impl PrivateImap {
         let conf = lines.join("\n") + "\n";
         let path = dir.join("dovecot.conf");
         std::fs::write(&path, conf).unwrap();
-        let mut p = PrivateImap { conf: path, port, child: None };
+        let mut p = PrivateImap {
+            conf: path,
+            port,
+            child: None,
+        };
         p.start();
         p
     }
@@ -163,16 +183,26 @@ async fn the_daemon_reconnects_after_the_imap_server_restarts() {
     mw.w.set_env("EMAIL_IMAP_PORT", &imap.port.to_string());
     let _daemon = mw.start().await;
     let alice = mw.alice_addr.clone();
-    mw.send_to_bot(&alice, &mw.text_mail(&alice, "b1@alice.test", "Before", "before", ""));
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "b1@alice.test", "Before", "before", ""),
+    );
     mw.wait_mails(&mw.alice, 1, WAIT).await;
 
     let connections = mw.connections();
     imap.stop();
     tokio::time::sleep(Duration::from_millis(500)).await;
     imap.start();
-    mw.wait_connected(connections, Duration::from_secs(30)).await;
-    mw.send_to_bot(&alice, &mw.text_mail(&alice, "a1@alice.test", "After", "after", ""));
+    mw.wait_connected(connections, Duration::from_secs(30))
+        .await;
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "a1@alice.test", "After", "after", ""),
+    );
     let replies = mw.wait_mails(&mw.alice, 2, WAIT).await;
-    assert_eq!(header(&replies[1], "In-Reply-To").as_deref(), Some("<a1@alice.test>"));
+    assert_eq!(
+        header(&replies[1], "In-Reply-To").as_deref(),
+        Some("<a1@alice.test>")
+    );
     assert!(body_text(&replies[1]).contains("after"));
 }

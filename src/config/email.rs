@@ -81,8 +81,16 @@ impl EmailConfig {
     /// The IMAP login and password.
     pub fn imap_login(&self) -> (&str, &str) {
         (
-            if self.imap_user.is_empty() { &self.address } else { &self.imap_user },
-            if self.imap_password.is_empty() { self.password.expose() } else { self.imap_password.expose() },
+            if self.imap_user.is_empty() {
+                &self.address
+            } else {
+                &self.imap_user
+            },
+            if self.imap_password.is_empty() {
+                self.password.expose()
+            } else {
+                self.imap_password.expose()
+            },
         )
     }
 
@@ -108,9 +116,11 @@ impl EmailConfig {
         let text = |name: &str| env.var(name).map(|v| v.trim().to_owned());
         let port = |name: &str| -> Result<Option<u16>, ConfigError> {
             match env.var(name) {
-                Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                    ConfigError::env(name, format!("`{v}` is not a port number"))
-                }),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| ConfigError::env(name, format!("`{v}` is not a port number"))),
                 None => Ok(None),
             }
         };
@@ -196,7 +206,11 @@ impl EmailConfig {
             }
         }
         if self.poll_secs == 0 {
-            return Err(ConfigError::invalid(file, "email.poll_secs", "must be at least 1".into()));
+            return Err(ConfigError::invalid(
+                file,
+                "email.poll_secs",
+                "must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -205,10 +219,26 @@ impl EmailConfig {
     pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
         use std::hash::Hash;
         (self.enabled, &self.address, self.password.expose()).hash(h);
-        (&self.imap_host, self.imap_port, &self.imap_security, &self.imap_user).hash(h);
+        (
+            &self.imap_host,
+            self.imap_port,
+            &self.imap_security,
+            &self.imap_user,
+        )
+            .hash(h);
         (self.imap_password.expose(), &self.smtp_host, self.smtp_port).hash(h);
-        (&self.smtp_security, &self.smtp_user, self.smtp_password.expose()).hash(h);
-        (&self.allowed_senders, self.require_auth_pass, self.max_attachment_mb).hash(h);
+        (
+            &self.smtp_security,
+            &self.smtp_user,
+            self.smtp_password.expose(),
+        )
+            .hash(h);
+        (
+            &self.allowed_senders,
+            self.require_auth_pass,
+            self.max_attachment_mb,
+        )
+            .hash(h);
         (self.force_poll, self.poll_secs, &self.sent_folder).hash(h);
     }
 }

@@ -163,8 +163,14 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     assert_eq!(parsed.email.smtp_port, defaults.email.smtp_port);
     assert_eq!(parsed.email.imap_security, defaults.email.imap_security);
     assert_eq!(parsed.email.smtp_security, defaults.email.smtp_security);
-    assert_eq!(parsed.email.require_auth_pass, defaults.email.require_auth_pass);
-    assert_eq!(parsed.email.max_attachment_mb, defaults.email.max_attachment_mb);
+    assert_eq!(
+        parsed.email.require_auth_pass,
+        defaults.email.require_auth_pass
+    );
+    assert_eq!(
+        parsed.email.max_attachment_mb,
+        defaults.email.max_attachment_mb
+    );
     assert_eq!(parsed.email.poll_secs, defaults.email.poll_secs);
     assert_eq!(parsed.email.force_poll, defaults.email.force_poll);
     assert_eq!(
@@ -272,7 +278,10 @@ fn email_comes_from_the_environment() {
     c.email.validate(None).unwrap();
     assert!(c.email.is_active());
     assert_eq!(c.email.imap_port, 143);
-    assert_eq!(c.email.allowed_senders, ["alice@example.com", "@corp.example"]);
+    assert_eq!(
+        c.email.allowed_senders,
+        ["alice@example.com", "@corp.example"]
+    );
     assert_eq!(c.email.imap_login(), ("Bot@Example.com", "pw-secret"));
     assert!(c.secrets().contains(&"pw-secret"));
     let env = [("EMAIL_IMAP_PORT", "imap")];

@@ -88,9 +88,9 @@ impl Authorizer {
 /// Email allowlists may name whole domains (`example.com` or `@example.com`).
 fn email_domain_allowed(platform: Platform, set: &HashSet<String>, id: &str) -> bool {
     platform == Platform::Email
-        && id.rsplit_once('@').is_some_and(|(_, domain)| {
-            set.contains(domain) || set.contains(&format!("@{domain}"))
-        })
+        && id
+            .rsplit_once('@')
+            .is_some_and(|(_, domain)| set.contains(domain) || set.contains(&format!("@{domain}")))
 }
 
 #[cfg(test)]
@@ -129,7 +129,11 @@ mod tests {
     #[test]
     fn email_allowlists_name_addresses_or_whole_domains() {
         let mut c = Config::default();
-        c.email.allowed_senders = vec!["alice@example.com".into(), "@corp.example".into(), "team.example".into()];
+        c.email.allowed_senders = vec![
+            "alice@example.com".into(),
+            "@corp.example".into(),
+            "team.example".into(),
+        ];
         let a = Authorizer::from_config(&c);
         assert!(a.allows(Platform::Email, &"alice@example.com".into()));
         assert!(a.allows(Platform::Email, &"bob@corp.example".into()));

@@ -53,7 +53,11 @@ impl MailServers {
 
     /// The `new` directory of a user's Maildir INBOX.
     pub fn maildir_new(&self, user: &str) -> PathBuf {
-        self.data.join("mail").join(user).join("Maildir").join("new")
+        self.data
+            .join("mail")
+            .join(user)
+            .join("Maildir")
+            .join("new")
     }
 
     /// Every mail delivered to `user`'s INBOX, oldest first.
@@ -72,11 +76,18 @@ impl MailServers {
         files.sort_by_key(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let mut parts = name.split('.');
-            let secs = parts.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+            let secs = parts
+                .next()
+                .and_then(|t| t.parse::<u64>().ok())
+                .unwrap_or(0);
             let micros = parts
                 .next()
                 .and_then(|m| m.strip_prefix('M'))
-                .map(|m| m.chars().take_while(char::is_ascii_digit).collect::<String>())
+                .map(|m| {
+                    m.chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                })
                 .and_then(|m| m.parse::<u64>().ok())
                 .unwrap_or(0);
             (secs, micros)
@@ -99,7 +110,10 @@ impl MailServers {
             loop {
                 let mut line = String::new();
                 r.read_line(&mut line).expect("smtp read");
-                assert!(line.starts_with(code), "SMTP: expected {code}, got {line:?}");
+                assert!(
+                    line.starts_with(code),
+                    "SMTP: expected {code}, got {line:?}"
+                );
                 if line.as_bytes().get(3) != Some(&b'-') {
                     break;
                 }
@@ -108,9 +122,11 @@ impl MailServers {
         expect("220");
         w.write_all(b"EHLO test\r\n").unwrap();
         expect("250");
-        w.write_all(format!("MAIL FROM:<{from}>\r\n").as_bytes()).unwrap();
+        w.write_all(format!("MAIL FROM:<{from}>\r\n").as_bytes())
+            .unwrap();
         expect("250");
-        w.write_all(format!("RCPT TO:<{to}>\r\n").as_bytes()).unwrap();
+        w.write_all(format!("RCPT TO:<{to}>\r\n").as_bytes())
+            .unwrap();
         expect("250");
         w.write_all(b"DATA\r\n").unwrap();
         expect("354");
@@ -232,7 +248,10 @@ impl MailWorld {
             .flatten()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("daemon-")))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("daemon-"))
+            })
             .collect();
         names.sort();
         names
@@ -252,7 +271,14 @@ impl MailWorld {
     }
 
     /// A simple text mail from `from` to the bot.
-    pub fn text_mail(&self, from: &str, msg_id: &str, subject: &str, body: &str, extra: &str) -> Vec<u8> {
+    pub fn text_mail(
+        &self,
+        from: &str,
+        msg_id: &str,
+        subject: &str,
+        body: &str,
+        extra: &str,
+    ) -> Vec<u8> {
         format!(
             "From: Sender <{from}>\r\nTo: <{}>\r\nSubject: {subject}\r\nMessage-ID: <{msg_id}>\r\nDate: Sun, 29 Nov 2026 18:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n{extra}\r\n{body}\r\n",
             self.bot_addr

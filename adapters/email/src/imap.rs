@@ -67,7 +67,10 @@ fn tls_connector() -> tokio_rustls::TlsConnector {
 
 async fn wrap_tls(tcp: TcpStream, host: &str) -> Result<Box<dyn Io>, AdapterError> {
     let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(transient)?;
-    let tls = tls_connector().connect(name, tcp).await.map_err(transient)?;
+    let tls = tls_connector()
+        .connect(name, tcp)
+        .await
+        .map_err(transient)?;
     Ok(Box::new(tls))
 }
 
@@ -102,12 +105,15 @@ pub async fn connect(s: &EmailSettings) -> Result<Session, AdapterError> {
             .map_err(transient)?
             .ok_or_else(|| transient("IMAP server closed before its greeting"))?;
     }
-    client.login(&c.user, &c.password).await.map_err(|(e, _)| match e {
-        async_imap::error::Error::No(m) | async_imap::error::Error::Bad(m) => {
-            AdapterError::Unauthorized(format!("IMAP login refused: {m}"))
-        }
-        e => transient(e),
-    })
+    client
+        .login(&c.user, &c.password)
+        .await
+        .map_err(|(e, _)| match e {
+            async_imap::error::Error::No(m) | async_imap::error::Error::Bad(m) => {
+                AdapterError::Unauthorized(format!("IMAP login refused: {m}"))
+            }
+            e => transient(e),
+        })
 }
 
 /// Receive until `shutdown`; returns `Err` on a lost connection (the caller reconnects).
@@ -126,12 +132,27 @@ pub async fn listen(
     let mut state = match State::load(&state_path) {
         Some(st) if st.uid_validity == validity => st,
         Some(st) => {
-            tracing::warn!(old = st.uid_validity, new = validity, "IMAP UIDVALIDITY changed: rescanning unseen mail");
-            State { uid_validity: validity, last_uid: 0 }
+            tracing::warn!(
+                old = st.uid_validity,
+                new = validity,
+                "IMAP UIDVALIDITY changed: rescanning unseen mail"
+            );
+            State {
+                uid_validity: validity,
+                last_uid: 0,
+            }
         }
-        None => State { uid_validity: validity, last_uid: 0 },
+        None => State {
+            uid_validity: validity,
+            last_uid: 0,
+        },
     };
-    tracing::info!(idle = can_idle, uid_validity = validity, last_uid = state.last_uid, "email: IMAP connected");
+    tracing::info!(
+        idle = can_idle,
+        uid_validity = validity,
+        last_uid = state.last_uid,
+        "email: IMAP connected"
+    );
     loop {
         sink.heartbeat();
         process_new(&mut session, s, sink, &mut state, &state_path, on_mail).await?;
@@ -169,7 +190,11 @@ pub async fn listen(
                     return Ok(());
                 }
                 Some(Err(e)) => return Err(transient(e)),
-                Some(Ok(IdleResponse::NewData(_) | IdleResponse::Timeout | IdleResponse::ManualInterrupt)) => {}
+                Some(Ok(
+                    IdleResponse::NewData(_)
+                    | IdleResponse::Timeout
+                    | IdleResponse::ManualInterrupt,
+                )) => {}
             }
             session = idle.done().await.map_err(transient)?;
         } else {

@@ -32,8 +32,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hermes_adapter::{
-    Adapter, AdapterError, Attachment, Capabilities, InboundSink, LengthUnit, Outbound, Platform, SendError,
-    SentId,
+    Adapter, AdapterError, Attachment, Capabilities, InboundSink, LengthUnit, Outbound, Platform,
+    SendError, SentId,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -58,7 +58,9 @@ impl std::str::FromStr for Security {
             "tls" | "ssl" | "imaps" | "smtps" => Ok(Security::Tls),
             "starttls" => Ok(Security::StartTls),
             "plain" | "none" => Ok(Security::Plain),
-            other => Err(format!("unknown security `{other}` (tls, starttls or plain)")),
+            other => Err(format!(
+                "unknown security `{other}` (tls, starttls or plain)"
+            )),
         }
     }
 }

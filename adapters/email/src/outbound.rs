@@ -28,7 +28,10 @@ pub fn transport(s: &EmailSettings) -> Result<Smtp, String> {
         .tls(tls)
         .timeout(Some(std::time::Duration::from_secs(30)));
     if !s.smtp.user.is_empty() {
-        b = b.credentials(Credentials::new(s.smtp.user.clone(), s.smtp.password.clone()));
+        b = b.credentials(Credentials::new(
+            s.smtp.user.clone(),
+            s.smtp.password.clone(),
+        ));
     }
     Ok(b.build())
 }
@@ -105,7 +108,9 @@ pub fn compose(s: &EmailSettings, out: &Outbound) -> Result<(lettre::Message, St
         .header(AutoSubmittedReply);
     // A confirmation request: its subject carries the short code a reply answers.
     let code: Option<String> = out.idempotency_key.strip_prefix("ap:").map(|k| {
-        k.chars().take_while(|c| c.is_ascii_alphanumeric()).collect()
+        k.chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect()
     });
     let tag = |subject: String| match &code {
         Some(c) if !c.is_empty() => format!("{subject} [approval {c}]"),
@@ -158,7 +163,10 @@ pub async fn send(
     let (msg, id) = compose(s, out)?;
     let raw = msg.formatted();
     smtp.send(msg).await.map_err(classify)?;
-    Ok((SentId(id.trim_matches(|c| c == '<' || c == '>').to_owned()), raw))
+    Ok((
+        SentId(id.trim_matches(|c| c == '<' || c == '>').to_owned()),
+        raw,
+    ))
 }
 
 /// SMTP 4xx and connection failures are worth retrying; 5xx are not.

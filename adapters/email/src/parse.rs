@@ -78,13 +78,18 @@ pub struct Parsed {
 }
 
 fn strip_brackets(s: &str) -> String {
-    s.trim().trim_start_matches('<').trim_end_matches('>').to_owned()
+    s.trim()
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .to_owned()
 }
 
 /// Parse `raw` (the whole RFC 5322 message) and decide whether it is answered. `fallback_id`
 /// identifies a mail without `Message-ID` (`uidvalidity.uid`).
 pub fn parse(raw: &[u8], fallback_id: &str, rules: &Rules) -> Result<Parsed, Skip> {
-    let mail = MessageParser::default().parse(raw).ok_or(Skip::Unparseable)?;
+    let mail = MessageParser::default()
+        .parse(raw)
+        .ok_or(Skip::Unparseable)?;
     let from = mail
         .from()
         .and_then(|a| a.first())
@@ -106,7 +111,9 @@ pub fn parse(raw: &[u8], fallback_id: &str, rules: &Rules) -> Result<Parsed, Ski
     }
     if let Some(ct) = mail.root_part().content_type()
         && ct.ctype().eq_ignore_ascii_case("multipart")
-        && ct.subtype().is_some_and(|s| s.eq_ignore_ascii_case("report"))
+        && ct
+            .subtype()
+            .is_some_and(|s| s.eq_ignore_ascii_case("report"))
     {
         return Err(Skip::Bounce);
     }
@@ -166,7 +173,10 @@ pub fn parse(raw: &[u8], fallback_id: &str, rules: &Rules) -> Result<Parsed, Ski
     }
 
     // text/plain preferred; mail-parser converts an HTML-only body to text.
-    let body = mail.body_text(0).map(|c| c.into_owned()).unwrap_or_default();
+    let body = mail
+        .body_text(0)
+        .map(|c| c.into_owned())
+        .unwrap_or_default();
     let body = trim_quoted(&body);
 
     let mut attachments = Vec::new();
@@ -209,9 +219,22 @@ pub fn parse(raw: &[u8], fallback_id: &str, rules: &Rules) -> Result<Parsed, Ski
             },
             None => Trigger::Direct,
         };
-        let mut parsed = build(&mail, &from, name, message_id, subject, references, in_reply_to, word.to_owned(), Vec::new());
+        let mut parsed = build(
+            &mail,
+            &from,
+            name,
+            message_id,
+            subject,
+            references,
+            in_reply_to,
+            word.to_owned(),
+            Vec::new(),
+        );
         parsed.message.trigger = trigger;
-        return Ok(Parsed { message: parsed.message, refused });
+        return Ok(Parsed {
+            message: parsed.message,
+            refused,
+        });
     }
 
     let mut text = String::new();
@@ -227,7 +250,18 @@ pub fn parse(raw: &[u8], fallback_id: &str, rules: &Rules) -> Result<Parsed, Ski
     }
 
     Ok(Parsed {
-        message: build(&mail, &from, name, message_id, subject, references, in_reply_to, text, attachments).message,
+        message: build(
+            &mail,
+            &from,
+            name,
+            message_id,
+            subject,
+            references,
+            in_reply_to,
+            text,
+            attachments,
+        )
+        .message,
         refused,
     })
 }
@@ -289,7 +323,10 @@ fn build(
 /// The code of a confirmation request in a subject: `… [approval 5f3a1]`.
 pub fn approval_code(subject: &str) -> Option<String> {
     let rest = &subject[subject.find("[approval ")? + "[approval ".len()..];
-    let code: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+    let code: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
     (!code.is_empty() && rest[code.len()..].starts_with(']')).then_some(code)
 }
 
@@ -319,7 +356,11 @@ pub fn trim_quoted(body: &str) -> String {
         out.pop();
     }
     let s = out.join("\n");
-    if s.trim().is_empty() { body.trim().to_owned() } else { s }
+    if s.trim().is_empty() {
+        body.trim().to_owned()
+    } else {
+        s
+    }
 }
 
 /// A bare `yes`/`approve` or `no`/`deny` at the start of the new text of a reply, normalised
@@ -368,21 +409,51 @@ mod tests {
     fn loops_and_lists_are_skipped() {
         let r = rules();
         assert_eq!(
-            parse(&mail("Auto-Submitted: auto-replied\r\n", "alice@localhost"), "1", &r).unwrap_err(),
+            parse(
+                &mail("Auto-Submitted: auto-replied\r\n", "alice@localhost"),
+                "1",
+                &r
+            )
+            .unwrap_err(),
             Skip::AutoSubmitted("auto-replied".into())
         );
         assert!(parse(&mail("Auto-Submitted: no\r\n", "alice@localhost"), "1", &r).is_ok());
-        assert!(matches!(parse(&mail("Precedence: bulk\r\n", "alice@localhost"), "1", &r), Err(Skip::Bulk(_))));
-        assert_eq!(parse(&mail("List-Id: <l.x>\r\n", "alice@localhost"), "1", &r).unwrap_err(), Skip::List);
-        assert_eq!(parse(&mail("", "MAILER-DAEMON@localhost"), "1", &r).unwrap_err(), Skip::Bounce);
-        assert_eq!(parse(&mail("", "bot@localhost"), "1", &r).unwrap_err(), Skip::OwnAddress);
-        assert!(matches!(parse(&mail("", "mallory@localhost"), "1", &r), Err(Skip::NotAllowed(_))));
+        assert!(matches!(
+            parse(&mail("Precedence: bulk\r\n", "alice@localhost"), "1", &r),
+            Err(Skip::Bulk(_))
+        ));
+        assert_eq!(
+            parse(&mail("List-Id: <l.x>\r\n", "alice@localhost"), "1", &r).unwrap_err(),
+            Skip::List
+        );
+        assert_eq!(
+            parse(&mail("", "MAILER-DAEMON@localhost"), "1", &r).unwrap_err(),
+            Skip::Bounce
+        );
+        assert_eq!(
+            parse(&mail("", "bot@localhost"), "1", &r).unwrap_err(),
+            Skip::OwnAddress
+        );
+        assert!(matches!(
+            parse(&mail("", "mallory@localhost"), "1", &r),
+            Err(Skip::NotAllowed(_))
+        ));
         assert!(parse(&mail("", "carol@example.org"), "1", &r).is_ok());
         assert!(matches!(
-            parse(&mail("Authentication-Results: mx; spf=fail smtp.mailfrom=x\r\n", "alice@localhost"), "1", &r),
+            parse(
+                &mail(
+                    "Authentication-Results: mx; spf=fail smtp.mailfrom=x\r\n",
+                    "alice@localhost"
+                ),
+                "1",
+                &r
+            ),
             Err(Skip::AuthFailed(_))
         ));
-        assert_eq!(parse(b"\x00\x01garbage", "1", &r).unwrap_err(), Skip::NoSender);
+        assert_eq!(
+            parse(b"\x00\x01garbage", "1", &r).unwrap_err(),
+            Skip::NoSender
+        );
     }
 
     #[test]
@@ -394,7 +465,12 @@ mod tests {
             .replace("Hello bot", "Yes please");
         let p = parse(raw.as_bytes(), "1", &rules()).unwrap();
         assert_eq!(p.message.text, "yes");
-        assert_eq!(p.message.trigger, Trigger::Button { data: "ap:5fa3:o".into() });
+        assert_eq!(
+            p.message.trigger,
+            Trigger::Button {
+                data: "ap:5fa3:o".into()
+            }
+        );
         assert_eq!(approval_code("Re: x [approval 12ab]"), Some("12ab".into()));
         assert_eq!(approval_code("Re: x [approval ]"), None);
     }
