@@ -50,7 +50,7 @@ async fn alice_gets_a_threaded_reply_within_seconds() {
     );
     let id = header(r, "Message-ID").expect("a Message-ID");
     assert!(
-        id.ends_with(&format!("@localhost>")) && id != "<first@alice.test>",
+        id.ends_with("@localhost>") && id != "<first@alice.test>",
         "{id}"
     );
     assert!(header(r, "From").unwrap().contains(&mw.bot_addr));
