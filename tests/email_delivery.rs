@@ -206,3 +206,17 @@ async fn the_daemon_reconnects_after_the_imap_server_restarts() {
     );
     assert!(body_text(&replies[1]).contains("after"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_both_servers_and_names_a_wrong_password() {
+    let mut mw = MailWorld::new(CONFIG).await;
+    let (_, out, err) = mw.w.run(&["doctor"]);
+    let all = format!("{out}{err}");
+    assert!(all.contains(&mw.bot_addr) && all.contains("IMAP 127.0.0.1"), "{all}");
+    mw.w.set_env("EMAIL_PASSWORD", "wrong-password");
+    let (status, out, err) = mw.w.run(&["doctor"]);
+    let all = format!("{out}{err}");
+    assert!(!status.success(), "{all}");
+    assert!(all.contains("IMAP login refused"), "{all}");
+    assert!(!all.contains("wrong-password"), "the password is not shown: {all}");
+}

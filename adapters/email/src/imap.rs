@@ -4,7 +4,9 @@
 //! Progress (UIDVALIDITY and the last UID handled) is kept in a small state file next to the
 //! database, written after each mail was stored; a mail delivered but not yet recorded when the
 //! daemon died is fetched again and recognised by the inbox as a duplicate (its key is the
-//! `Message-ID`), so nothing is lost or answered twice.
+//! `Message-ID`), so nothing is lost or answered twice. On the first start on a mailbox only mail
+//! arriving from then on is answered (not a backlog of old unread mail); after a UIDVALIDITY
+//! change the unseen mail is rescanned (the inbox recognises what it already has).
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -142,10 +144,18 @@ pub async fn listen(
                 last_uid: 0,
             }
         }
-        None => State {
-            uid_validity: validity,
-            last_uid: 0,
-        },
+        // First start on this mailbox: only mail arriving from now on is answered, not a
+        // backlog of old unread mail.
+        None => {
+            let st = State {
+                uid_validity: validity,
+                last_uid: mailbox.uid_next.unwrap_or(1).saturating_sub(1),
+            };
+            if let Err(e) = st.save(&state_path) {
+                tracing::warn!("email: cannot save IMAP progress: {e}");
+            }
+            st
+        }
     };
     tracing::info!(
         idle = can_idle,
@@ -156,7 +166,14 @@ pub async fn listen(
     loop {
         sink.heartbeat();
         process_new(&mut session, s, sink, &mut state, &state_path, on_mail).await?;
-        while session.unsolicited_responses.try_recv().is_ok() {}
+        // New mail announced while we were fetching: look again before waiting.
+        let mut news = false;
+        while let Ok(r) = session.unsolicited_responses.try_recv() {
+            news |= is_news(&r);
+        }
+        if news {
+            continue;
+        }
         if can_idle {
             // Untagged EXISTS that arrive while IDLE starts go to the unsolicited channel, not
             // to `wait`: look there first, or a mail delivered in that instant waits for the
@@ -164,15 +181,11 @@ pub async fn listen(
             let unsolicited = session.unsolicited_responses.clone();
             let mut idle = session.idle();
             idle.init().await.map_err(transient)?;
-            let mut pending = false;
+            let mut news = false;
             while let Ok(r) = unsolicited.try_recv() {
-                pending |= matches!(
-                    r,
-                    async_imap::types::UnsolicitedResponse::Exists(_)
-                        | async_imap::types::UnsolicitedResponse::Recent(_)
-                );
+                news |= is_news(&r);
             }
-            if pending {
+            if news {
                 session = idle.done().await.map_err(transient)?;
                 continue;
             }
@@ -208,6 +221,15 @@ pub async fn listen(
             session.noop().await.map_err(transient)?;
         }
     }
+}
+
+/// Whether an unsolicited response announces new mail.
+fn is_news(r: &async_imap::types::UnsolicitedResponse) -> bool {
+    matches!(
+        r,
+        async_imap::types::UnsolicitedResponse::Exists(_)
+            | async_imap::types::UnsolicitedResponse::Recent(_)
+    )
 }
 
 /// Fetch, store, flag and record every mail not handled yet.
