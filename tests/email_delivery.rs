@@ -212,11 +212,40 @@ async fn doctor_checks_both_servers_and_names_a_wrong_password() {
     let mut mw = MailWorld::new(CONFIG).await;
     let (_, out, err) = mw.w.run(&["doctor"]);
     let all = format!("{out}{err}");
-    assert!(all.contains(&mw.bot_addr) && all.contains("IMAP 127.0.0.1"), "{all}");
+    assert!(
+        all.contains(&mw.bot_addr) && all.contains("IMAP 127.0.0.1"),
+        "{all}"
+    );
     mw.w.set_env("EMAIL_PASSWORD", "wrong-password");
     let (status, out, err) = mw.w.run(&["doctor"]);
     let all = format!("{out}{err}");
     assert!(!status.success(), "{all}");
     assert!(all.contains("IMAP login refused"), "{all}");
-    assert!(!all.contains("wrong-password"), "the password is not shown: {all}");
+    assert!(
+        !all.contains("wrong-password"),
+        "the password is not shown: {all}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_start_leaves_a_backlog_of_old_unread_mail_alone() {
+    let mut mw = MailWorld::new(CONFIG).await;
+    let alice = mw.alice_addr.clone();
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "old@alice.test", "Old", "old", ""),
+    );
+    let _daemon = mw.start().await;
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "new@alice.test", "New", "new", ""),
+    );
+    let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(mw.mail.mails(&mw.alice).len(), 1);
+    assert_eq!(
+        header(&replies[0], "In-Reply-To").as_deref(),
+        Some("<new@alice.test>")
+    );
+    assert_eq!(mw.w.llm.requests().len(), 1);
 }
