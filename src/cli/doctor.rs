@@ -75,6 +75,20 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
+            "email: {}",
+            if c.email.is_active() {
+                format!(
+                    "on, {} via IMAP {}:{}, {} allowed sender(s)",
+                    c.email.address,
+                    c.email.imap_host,
+                    c.email.imap_port,
+                    c.email.allowed_senders.len()
+                )
+            } else {
+                "off (set EMAIL_ADDRESS and EMAIL_IMAP_HOST)".to_owned()
+            }
+        ),
+        format!(
             "access: {}",
             if c.gateway.allow_all_users {
                 "everyone (allow_all_users = true)".to_owned()
@@ -147,7 +161,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => r.fail(
             "platforms",
-            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN or SLACK_BOT_TOKEN)",
+            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN or EMAIL_ADDRESS with EMAIL_IMAP_HOST)",
         ),
         Ok(adapters) => {
             for a in adapters {

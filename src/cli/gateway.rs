@@ -54,7 +54,62 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
             "SLACK_BOT_TOKEN is set but this hermes was built without the `slack` feature".into(),
         );
     }
+    if config.email.is_active() {
+        #[cfg(feature = "email")]
+        adapters.push(Arc::new(email_adapter(config)?));
+        #[cfg(not(feature = "email"))]
+        return Err(
+            "EMAIL_IMAP_HOST is set but this hermes was built without the `email` feature".into(),
+        );
+    }
     Ok(adapters)
+}
+
+#[cfg(feature = "email")]
+fn email_adapter(config: &Config) -> Result<hermes_email::EmailAdapter, String> {
+    use hermes_email::{EmailAdapter, EmailSettings, Rules, ServerSettings};
+    let c = &config.email;
+    let (imap_user, imap_pass) = c.imap_login();
+    let (smtp_user, smtp_pass) = c.smtp_login();
+    EmailAdapter::new(EmailSettings {
+        address: c.address.to_ascii_lowercase(),
+        imap: ServerSettings {
+            host: c.imap_host.clone(),
+            port: c.imap_port,
+            security: c.imap_security.parse()?,
+            user: imap_user.to_owned(),
+            password: imap_pass.to_owned(),
+        },
+        smtp: ServerSettings {
+            host: c.smtp_host.clone(),
+            port: c.smtp_port,
+            security: c.smtp_security.parse()?,
+            user: smtp_user.to_owned(),
+            password: smtp_pass.to_owned(),
+        },
+        rules: Rules {
+            own_address: c.address.to_ascii_lowercase(),
+            allowed_senders: if config.gateway.allow_all_users {
+                vec!["*".into()]
+            } else {
+                // The global allowlist's addresses (`email:a@b` or a bare `a@b`) count too.
+                let global = config.gateway.allowed_users.iter().filter_map(|e| {
+                    let e = e.trim();
+                    let e = e.strip_prefix("email:").unwrap_or(e);
+                    e.contains('@').then(|| e.to_ascii_lowercase())
+                });
+                c.allowed_senders.iter().cloned().chain(global).collect()
+            },
+            require_auth_pass: c.require_auth_pass,
+            max_attachment_bytes: c.max_attachment_mb * 1024 * 1024,
+        },
+        state_dir: config.home.clone(),
+        force_poll: c.force_poll,
+        poll_interval: std::time::Duration::from_secs(c.poll_secs),
+        // Re-IDLE every minute: the supervisor expects a heartbeat well within its silence limit.
+        idle_refresh: std::time::Duration::from_secs(60),
+        sent_folder: (!c.sent_folder.is_empty()).then(|| c.sent_folder.clone()),
+    })
 }
 
 #[cfg(feature = "discord")]
@@ -121,7 +176,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) or SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), or the [telegram] / [discord] / [slack] section of the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET) or EMAIL_ADDRESS with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST, or the [telegram] / [discord] / [slack] / [email] section of the config file"
             );
             return ExitCode::from(2);
         }

@@ -7,6 +7,7 @@
 //! `config/hermes.example.toml`; the defaults live in the `Default` impls below and nowhere else.
 
 mod discord;
+mod email;
 mod env;
 mod error;
 mod llm;
@@ -27,6 +28,7 @@ use crate::policy::{Decision, Level};
 use crate::tools::Category;
 
 pub use discord::DiscordConfig;
+pub use email::EmailConfig;
 pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use secret::Secret;
@@ -56,6 +58,7 @@ pub struct Config {
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
     pub slack: SlackConfig,
+    pub email: EmailConfig,
     pub admin: AdminConfig,
     pub retention: RetentionConfig,
 }
@@ -338,6 +341,9 @@ impl Config {
             self.slack.bot_token.expose(),
             self.slack.app_token.expose(),
             self.slack.signing_secret.expose(),
+            self.email.password.expose(),
+            self.email.imap_password.expose(),
+            self.email.smtp_password.expose(),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         all
@@ -360,6 +366,7 @@ impl Config {
                     .hash(&mut h);
             }
             Platform::Discord => self.discord.hash_settings(&mut h),
+            Platform::Email => self.email.hash_settings(&mut h),
             Platform::Slack => {
                 let s = &self.slack;
                 (s.enabled, s.bot_token.expose(), s.app_token.expose()).hash(&mut h);

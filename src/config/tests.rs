@@ -159,6 +159,20 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     assert_eq!(parsed.slack.events_listen, defaults.slack.events_listen);
     assert_eq!(parsed.slack.api_url, defaults.slack.api_url);
     assert_eq!(parsed.slack.reply_in_thread, defaults.slack.reply_in_thread);
+    assert_eq!(parsed.email.imap_port, defaults.email.imap_port);
+    assert_eq!(parsed.email.smtp_port, defaults.email.smtp_port);
+    assert_eq!(parsed.email.imap_security, defaults.email.imap_security);
+    assert_eq!(parsed.email.smtp_security, defaults.email.smtp_security);
+    assert_eq!(
+        parsed.email.require_auth_pass,
+        defaults.email.require_auth_pass
+    );
+    assert_eq!(
+        parsed.email.max_attachment_mb,
+        defaults.email.max_attachment_mb
+    );
+    assert_eq!(parsed.email.poll_secs, defaults.email.poll_secs);
+    assert_eq!(parsed.email.force_poll, defaults.email.force_poll);
     assert_eq!(
         parsed.slack.socket_idle_secs,
         defaults.slack.socket_idle_secs
@@ -246,4 +260,32 @@ fn reset_policy_overrides_go_from_general_to_specific() {
         .validate()
         .unwrap_err();
     assert_eq!(err.key, "sessions.by");
+}
+
+#[test]
+fn email_comes_from_the_environment() {
+    let env = [
+        ("EMAIL_ADDRESS", "Bot@Example.com"),
+        ("EMAIL_PASSWORD", "pw-secret"),
+        ("EMAIL_IMAP_HOST", "imap.example.com"),
+        ("EMAIL_IMAP_PORT", "143"),
+        ("EMAIL_IMAP_SECURITY", "starttls"),
+        ("EMAIL_SMTP_HOST", "smtp.example.com"),
+        ("EMAIL_ALLOWED_SENDERS", "Alice@Example.com, @corp.example"),
+    ];
+    let mut c = Config::default();
+    c.email.overlay(&env).unwrap();
+    c.email.validate(None).unwrap();
+    assert!(c.email.is_active());
+    assert_eq!(c.email.imap_port, 143);
+    assert_eq!(
+        c.email.allowed_senders,
+        ["alice@example.com", "@corp.example"]
+    );
+    assert_eq!(c.email.imap_login(), ("Bot@Example.com", "pw-secret"));
+    assert!(c.secrets().contains(&"pw-secret"));
+    let env = [("EMAIL_IMAP_PORT", "imap")];
+    assert!(c.email.overlay(&env).is_err());
+    c.email.smtp_security = "ssl3".into();
+    assert!(c.email.validate(None).is_err());
 }

@@ -43,6 +43,15 @@ impl Authorizer {
             Platform::Slack,
             config.slack.allowed_users.iter().cloned().collect(),
         );
+        per_platform.insert(
+            Platform::Email,
+            config
+                .email
+                .allowed_senders
+                .iter()
+                .map(|a| a.to_ascii_lowercase())
+                .collect(),
+        );
         Authorizer {
             allow_all: config.gateway.allow_all_users,
             global,
@@ -57,7 +66,7 @@ impl Authorizer {
         let id = user.as_str();
         self.per_platform
             .get(&platform)
-            .is_some_and(|set| set.contains(id))
+            .is_some_and(|set| set.contains(id) || email_domain_allowed(platform, set, id))
             || self.global.contains(&(Some(platform), id.to_owned()))
             || self.global.contains(&(None, id.to_owned()))
     }
@@ -74,6 +83,14 @@ impl Authorizer {
                 .iter()
                 .any(|(p, _)| p.is_none() || *p == Some(platform))
     }
+}
+
+/// Email allowlists may name whole domains (`example.com` or `@example.com`).
+fn email_domain_allowed(platform: Platform, set: &HashSet<String>, id: &str) -> bool {
+    platform == Platform::Email
+        && id
+            .rsplit_once('@')
+            .is_some_and(|(_, domain)| set.contains(domain) || set.contains(&format!("@{domain}")))
 }
 
 #[cfg(test)]
@@ -107,5 +124,21 @@ mod tests {
         assert!(!a.allows(Platform::Discord, &"5".into()));
         let all = Authorizer::from_config(&config(&[], &[], true));
         assert!(all.allows(Platform::Telegram, &"999".into()));
+    }
+
+    #[test]
+    fn email_allowlists_name_addresses_or_whole_domains() {
+        let mut c = Config::default();
+        c.email.allowed_senders = vec![
+            "alice@example.com".into(),
+            "@corp.example".into(),
+            "team.example".into(),
+        ];
+        let a = Authorizer::from_config(&c);
+        assert!(a.allows(Platform::Email, &"alice@example.com".into()));
+        assert!(a.allows(Platform::Email, &"bob@corp.example".into()));
+        assert!(a.allows(Platform::Email, &"eve@team.example".into()));
+        assert!(!a.allows(Platform::Email, &"bob@example.com".into()));
+        assert!(!a.allows(Platform::Telegram, &"bob@corp.example".into()));
     }
 }

@@ -11,6 +11,7 @@ pub mod fake_llm;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod llm_wire;
+pub mod mail_world;
 pub mod slack_api;
 pub mod slack_world;
 pub mod telegram_api;

@@ -1,0 +1,220 @@
+//! Outbound mail: a threaded reply (`Re:`, `In-Reply-To`, `References`, fresh `Message-ID`)
+//! with a text and an HTML alternative rendered from the agent's markdown, sent with lettre's
+//! async SMTP transport; SMTP failures classified for the outbox.
+
+use hermes_adapter::{Outbound, SendError, SentId};
+use lettre::message::{Mailbox, MultiPart, SinglePart, header::ContentType};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+
+use crate::parse::ThreadInfo;
+use crate::{EmailSettings, Security};
+
+pub type Smtp = AsyncSmtpTransport<Tokio1Executor>;
+
+/// Build the SMTP transport from the settings (no connection is made yet).
+pub fn transport(s: &EmailSettings) -> Result<Smtp, String> {
+    let host = s.smtp.host.clone();
+    let tls = match s.smtp.security {
+        Security::Plain => Tls::None,
+        Security::Tls => Tls::Wrapper(TlsParameters::new(host.clone()).map_err(|e| e.to_string())?),
+        Security::StartTls => {
+            Tls::Required(TlsParameters::new(host.clone()).map_err(|e| e.to_string())?)
+        }
+    };
+    let mut b = Smtp::builder_dangerous(host)
+        .port(s.smtp.port)
+        .tls(tls)
+        .timeout(Some(std::time::Duration::from_secs(30)));
+    if !s.smtp.user.is_empty() {
+        b = b.credentials(Credentials::new(
+            s.smtp.user.clone(),
+            s.smtp.password.clone(),
+        ));
+    }
+    Ok(b.build())
+}
+
+/// `Re: <subject>`, not `Re: Re: …`.
+pub fn reply_subject(subject: &str) -> String {
+    let s = subject.trim();
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("re:") {
+        s.to_owned()
+    } else if s.is_empty() {
+        "Re: your message".to_owned()
+    } else {
+        format!("Re: {s}")
+    }
+}
+
+/// `subject` without an earlier `[approval CODE]` tag.
+fn strip_code(subject: &str) -> String {
+    match subject.find(" [approval ") {
+        Some(i) => {
+            let end = subject[i..].find(']').map_or(subject.len(), |j| i + j + 1);
+            format!("{}{}", &subject[..i], &subject[end..])
+        }
+        None => subject.to_owned(),
+    }
+}
+
+/// The agent's markdown as HTML.
+pub fn markdown_to_html(md: &str) -> String {
+    let parser = pulldown_cmark::Parser::new(md);
+    let mut body = String::new();
+    pulldown_cmark::html::push_html(&mut body, parser);
+    format!("<!DOCTYPE html><html><body>{body}</body></html>")
+}
+
+fn bracket(id: &str) -> String {
+    format!("<{}>", id.trim_matches(|c| c == '<' || c == '>'))
+}
+
+/// A new `Message-ID` on the bot's domain.
+pub fn new_message_id(from: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let domain = from.rsplit_once('@').map(|(_, d)| d).unwrap_or("localhost");
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "<hermes.{t:x}.{}.{}@{domain}>",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Compose the reply `out` as an RFC 5322 message.
+pub fn compose(s: &EmailSettings, out: &Outbound) -> Result<(lettre::Message, String), SendError> {
+    let from: Mailbox = s
+        .address
+        .parse()
+        .map_err(|e| SendError::Permanent(format!("bad own address: {e}")))?;
+    let to: Mailbox = out
+        .chat
+        .as_str()
+        .parse()
+        .map_err(|e| SendError::NotFound(format!("bad recipient address: {e}")))?;
+    let thread = out.thread.as_ref().and_then(ThreadInfo::from_thread);
+    let id = new_message_id(&s.address);
+    let mut b = lettre::Message::builder()
+        .from(from)
+        .to(to)
+        .message_id(Some(id.clone()))
+        .header(AutoSubmittedReply);
+    // A confirmation request: its subject carries the short code a reply answers.
+    let code: Option<String> = out.idempotency_key.strip_prefix("ap:").map(|k| {
+        k.chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect()
+    });
+    let tag = |subject: String| match &code {
+        Some(c) if !c.is_empty() => format!("{subject} [approval {c}]"),
+        _ => subject,
+    };
+    let mut text = out.text.clone();
+    if let Some(c) = &code {
+        text.push_str(&format!(
+            "\n\nReply \"yes\" to allow or \"no\" to deny (approval {c})."
+        ));
+    }
+    match &thread {
+        Some(t) => {
+            b = b.subject(tag(reply_subject(&strip_code(&t.subject))));
+            if !t.message_id.is_empty() {
+                b = b.in_reply_to(bracket(&t.message_id));
+                let mut refs: Vec<String> = t.references.iter().map(|r| bracket(r)).collect();
+                refs.push(bracket(&t.message_id));
+                refs.dedup();
+                b = b.references(refs.join(" "));
+            }
+        }
+        None => b = b.subject(tag("Message from your hermes agent".to_owned())),
+    }
+    let html = markdown_to_html(&text);
+    let msg = b
+        .multipart(
+            MultiPart::alternative()
+                .singlepart(
+                    SinglePart::builder()
+                        .header(ContentType::TEXT_PLAIN)
+                        .body(text),
+                )
+                .singlepart(
+                    SinglePart::builder()
+                        .header(ContentType::TEXT_HTML)
+                        .body(html),
+                ),
+        )
+        .map_err(|e| SendError::Permanent(format!("compose: {e}")))?;
+    Ok((msg, id))
+}
+
+/// Send `out`; returns the new `Message-ID` and the formatted message (for a Sent copy).
+pub async fn send(
+    smtp: &Smtp,
+    s: &EmailSettings,
+    out: &Outbound,
+) -> Result<(SentId, Vec<u8>), SendError> {
+    let (msg, id) = compose(s, out)?;
+    let raw = msg.formatted();
+    smtp.send(msg).await.map_err(classify)?;
+    Ok((
+        SentId(id.trim_matches(|c| c == '<' || c == '>').to_owned()),
+        raw,
+    ))
+}
+
+/// SMTP 4xx and connection failures are worth retrying; 5xx are not.
+pub fn classify(e: lettre::transport::smtp::Error) -> SendError {
+    if e.is_permanent() {
+        let code = e.status().map(|c| c.to_string()).unwrap_or_default();
+        if code.starts_with("55") {
+            SendError::NotFound(e.to_string())
+        } else {
+            SendError::Permanent(e.to_string())
+        }
+    } else {
+        SendError::Transient(e.to_string())
+    }
+}
+
+/// `Auto-Submitted: auto-replied` on every mail the bot sends, so other robots do not answer
+/// it (RFC 3834).
+#[derive(Clone)]
+struct AutoSubmittedReply;
+
+impl lettre::message::header::Header for AutoSubmittedReply {
+    fn name() -> lettre::message::header::HeaderName {
+        lettre::message::header::HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(AutoSubmittedReply)
+    }
+
+    fn display(&self) -> lettre::message::header::HeaderValue {
+        lettre::message::header::HeaderValue::new(Self::name(), "auto-replied".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_get_one_re() {
+        assert_eq!(reply_subject("Hello"), "Re: Hello");
+        assert_eq!(reply_subject("RE: Hello"), "RE: Hello");
+        assert_eq!(strip_code("Re: Hello [approval 5fa3]"), "Re: Hello");
+    }
+
+    #[test]
+    fn markdown_becomes_html() {
+        assert!(markdown_to_html("**hi**").contains("<strong>hi</strong>"));
+    }
+}

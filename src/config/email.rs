@@ -1,0 +1,244 @@
+//! The `[email]` section: the bot's mailbox (IMAP in, SMTP out) and who may write to it.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{ConfigError, EnvSource, Secret};
+
+/// The Email adapter. It runs when enabled with an address, a password and both servers' hosts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmailConfig {
+    /// Off switch.
+    pub enabled: bool,
+    /// The bot's address. Env: `EMAIL_ADDRESS`.
+    pub address: String,
+    /// Password for both servers unless they have their own. Env: `EMAIL_PASSWORD`.
+    pub password: Secret,
+    /// Env: `EMAIL_IMAP_HOST`, `EMAIL_IMAP_PORT`, `EMAIL_IMAP_SECURITY`, `EMAIL_IMAP_USER`,
+    /// `EMAIL_IMAP_PASSWORD`.
+    pub imap_host: String,
+    pub imap_port: u16,
+    /// `tls`, `starttls` or `plain` (loopback tests only).
+    pub imap_security: String,
+    /// Login name; empty: the address.
+    pub imap_user: String,
+    pub imap_password: Secret,
+    /// Env: `EMAIL_SMTP_HOST`, `EMAIL_SMTP_PORT`, `EMAIL_SMTP_SECURITY`, `EMAIL_SMTP_USER`,
+    /// `EMAIL_SMTP_PASSWORD`.
+    pub smtp_host: String,
+    pub smtp_port: u16,
+    pub smtp_security: String,
+    /// Login name; empty: the address (with an empty password too: no SMTP auth).
+    pub smtp_user: String,
+    pub smtp_password: Secret,
+    /// Addresses, or whole domains (`example.com` / `@example.com`), that may write to the bot.
+    /// Env: `EMAIL_ALLOWED_SENDERS` (comma-separated).
+    pub allowed_senders: Vec<String>,
+    /// Distrust senders whose `Authentication-Results` show an SPF/DKIM/DMARC failure.
+    pub require_auth_pass: bool,
+    /// Attachments above this size are refused and the sender is told.
+    pub max_attachment_mb: u64,
+    /// Poll every `poll_secs` instead of waiting with IDLE (servers without IDLE are polled anyway).
+    pub force_poll: bool,
+    pub poll_secs: u64,
+    /// Save a copy of each reply to this folder; empty: no copy. Env: `EMAIL_SENT_FOLDER`.
+    pub sent_folder: String,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        EmailConfig {
+            enabled: true,
+            address: String::new(),
+            password: Secret::default(),
+            imap_host: String::new(),
+            imap_port: 993,
+            imap_security: "tls".into(),
+            imap_user: String::new(),
+            imap_password: Secret::default(),
+            smtp_host: String::new(),
+            smtp_port: 465,
+            smtp_security: "tls".into(),
+            smtp_user: String::new(),
+            smtp_password: Secret::default(),
+            allowed_senders: Vec::new(),
+            require_auth_pass: true,
+            max_attachment_mb: 10,
+            force_poll: false,
+            poll_secs: 60,
+            sent_folder: String::new(),
+        }
+    }
+}
+
+impl EmailConfig {
+    pub fn is_active(&self) -> bool {
+        self.enabled && !self.address.is_empty() && !self.imap_host.is_empty()
+    }
+
+    /// The IMAP login and password.
+    pub fn imap_login(&self) -> (&str, &str) {
+        (
+            if self.imap_user.is_empty() {
+                &self.address
+            } else {
+                &self.imap_user
+            },
+            if self.imap_password.is_empty() {
+                self.password.expose()
+            } else {
+                self.imap_password.expose()
+            },
+        )
+    }
+
+    /// The SMTP login and password (empty login: no authentication).
+    pub fn smtp_login(&self) -> (&str, &str) {
+        let pass = if self.smtp_password.is_empty() {
+            self.password.expose()
+        } else {
+            self.smtp_password.expose()
+        };
+        let user = if !self.smtp_user.is_empty() {
+            self.smtp_user.as_str()
+        } else if pass.is_empty() {
+            ""
+        } else {
+            self.address.as_str()
+        };
+        (user, pass)
+    }
+
+    /// `EMAIL_*` variables over the file's values.
+    pub(super) fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
+        let text = |name: &str| env.var(name).map(|v| v.trim().to_owned());
+        let port = |name: &str| -> Result<Option<u16>, ConfigError> {
+            match env.var(name) {
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| ConfigError::env(name, format!("`{v}` is not a port number"))),
+                None => Ok(None),
+            }
+        };
+        if let Some(v) = text("EMAIL_ADDRESS") {
+            self.address = v;
+        }
+        if let Some(v) = text("EMAIL_PASSWORD") {
+            self.password = Secret::new(v);
+        }
+        if let Some(v) = text("EMAIL_IMAP_HOST") {
+            self.imap_host = v;
+        }
+        if let Some(v) = port("EMAIL_IMAP_PORT")? {
+            self.imap_port = v;
+        }
+        if let Some(v) = text("EMAIL_IMAP_SECURITY") {
+            self.imap_security = v;
+        }
+        if let Some(v) = text("EMAIL_IMAP_USER") {
+            self.imap_user = v;
+        }
+        if let Some(v) = text("EMAIL_IMAP_PASSWORD") {
+            self.imap_password = Secret::new(v);
+        }
+        if let Some(v) = text("EMAIL_SMTP_HOST") {
+            self.smtp_host = v;
+        }
+        if let Some(v) = port("EMAIL_SMTP_PORT")? {
+            self.smtp_port = v;
+        }
+        if let Some(v) = text("EMAIL_SMTP_SECURITY") {
+            self.smtp_security = v;
+        }
+        if let Some(v) = text("EMAIL_SMTP_USER") {
+            self.smtp_user = v;
+        }
+        if let Some(v) = text("EMAIL_SMTP_PASSWORD") {
+            self.smtp_password = Secret::new(v);
+        }
+        if let Some(v) = text("EMAIL_ALLOWED_SENDERS") {
+            self.allowed_senders = v
+                .split([',', ' ', '\n'])
+                .map(|s| s.trim().to_ascii_lowercase())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        if let Some(v) = text("EMAIL_SENT_FOLDER") {
+            self.sent_folder = v;
+        }
+        Ok(())
+    }
+
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("email.imap_security", &self.imap_security),
+            ("email.smtp_security", &self.smtp_security),
+        ] {
+            if !matches!(
+                value.to_ascii_lowercase().as_str(),
+                "tls" | "ssl" | "starttls" | "plain" | "none"
+            ) {
+                return Err(ConfigError::invalid(
+                    file,
+                    key,
+                    format!("`{value}` is not tls, starttls or plain"),
+                ));
+            }
+        }
+        if self.is_active() {
+            if !self.address.contains('@') {
+                return Err(ConfigError::invalid(
+                    file,
+                    "email.address",
+                    format!("`{}` is not an email address", self.address),
+                ));
+            }
+            if self.smtp_host.is_empty() {
+                return Err(ConfigError::invalid(
+                    file,
+                    "email.smtp_host",
+                    "an IMAP host is set but no SMTP host to send replies (EMAIL_SMTP_HOST)".into(),
+                ));
+            }
+        }
+        if self.poll_secs == 0 {
+            return Err(ConfigError::invalid(
+                file,
+                "email.poll_secs",
+                "must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Feed the settings the adapter is built from to `h` (reloads restart it when they change).
+    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        (self.enabled, &self.address, self.password.expose()).hash(h);
+        (
+            &self.imap_host,
+            self.imap_port,
+            &self.imap_security,
+            &self.imap_user,
+        )
+            .hash(h);
+        (self.imap_password.expose(), &self.smtp_host, self.smtp_port).hash(h);
+        (
+            &self.smtp_security,
+            &self.smtp_user,
+            self.smtp_password.expose(),
+        )
+            .hash(h);
+        (
+            &self.allowed_senders,
+            self.require_auth_pass,
+            self.max_attachment_mb,
+        )
+            .hash(h);
+        (self.force_poll, self.poll_secs, &self.sent_folder).hash(h);
+    }
+}
