@@ -417,10 +417,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn main() {
-    let total: u64 = std::env::var("HERMES_BENCH_MESSAGES")
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(1_000_000);
+    let total = messages_from_env(1_000_000);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -428,7 +425,28 @@ fn main() {
     runtime.block_on(run(total));
 }
 
-async fn run(total: u64) {
+/// `HERMES_BENCH_MESSAGES` or `default`.
+pub fn messages_from_env(default: u64) -> u64 {
+    std::env::var("HERMES_BENCH_MESSAGES")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+/// Overall figures of one run, for the `gateway` bench's report.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub messages: i64,
+    pub searches: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub db_mib: f64,
+    /// Seconds the fill took in the run that built the database.
+    pub fill: String,
+}
+
+pub async fn run(total: u64) -> Summary {
     let dir = data_dir();
     std::fs::create_dir_all(&dir).expect("bench data directory");
     let path = dir.join(format!("sessions-{total}-v{DATA_VERSION}.db"));
@@ -440,16 +458,20 @@ async fn run(total: u64) {
         }
     }
     let store = Store::open(&path).expect("open the database");
-    match reused {
-        Some(took) => println!("reusing {} (filled in {took})", path.display()),
+    let fill_took = match reused {
+        Some(took) => {
+            println!("reusing {} (filled in {took})", path.display());
+            took
+        }
         None => {
             println!("filling {} with {total} messages…", path.display());
             let took = fill(&store, total).await;
             let took = format!("{:.1} s", took.as_secs_f64());
             println!("fill took {took}");
             std::fs::write(&done, &took).expect("marker file");
+            took
         }
-    }
+    };
     let (sessions, messages): (i64, i64) = store
         .call(|c| {
             Ok(c.query_row(
@@ -522,9 +544,16 @@ async fn run(total: u64) {
         );
     }
     let found = times.iter().map(|t| t.2).sum();
-    percentiles(
-        "overall",
-        &mut times.iter().map(|t| t.1).collect::<Vec<_>>(),
-        found,
-    );
+    let mut all: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    percentiles("overall", &mut all, found);
+    let at = |p: f64| all[((all.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3;
+    Summary {
+        messages,
+        searches: all.len(),
+        p50_ms: at(0.5),
+        p99_ms: at(0.99),
+        max_ms: at(1.0),
+        db_mib: file_size(&path) as f64 / (1 << 20) as f64,
+        fill: fill_took,
+    }
 }

@@ -344,6 +344,10 @@ impl FakeTelegram {
     pub fn sent(&self) -> Vec<SentMessage> {
         self.st().sent.clone()
     }
+    /// Sent messages from the `from`th on (a cursor for load drivers that poll).
+    pub fn sent_since(&self, from: usize) -> Vec<SentMessage> {
+        self.st().sent.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+    }
     pub fn sent_to(&self, chat_id: i64) -> Vec<SentMessage> {
         self.sent()
             .into_iter()
