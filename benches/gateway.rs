@@ -143,7 +143,12 @@ async fn main() {
         for (i, s) in SCENARIOS.iter().enumerate() {
             for &target in &targets {
                 let spec = spec_for(target, *s, opts.quick);
-                progress(&format!("e2e {}: {} ({} messages)", target.label(), spec.name(), spec.total()));
+                progress(&format!(
+                    "e2e {}: {} ({} messages)",
+                    target.label(),
+                    spec.name(),
+                    spec.total()
+                ));
                 let mut w = sut::world(spec.llm_delay).await;
                 let running = sut::start(target, &mut w, &opts).await;
                 let timeout = Duration::from_secs(if target == Target::Agent { 240 } else { 120 });
@@ -183,7 +188,9 @@ async fn main() {
 
     if opts.wants("sessions") {
         let n = if opts.quick { 2_000 } else { 10_000 };
-        progress(&format!("RSS after {n} sessions and after eviction (~1 minute)"));
+        progress(&format!(
+            "RSS after {n} sessions and after eviction (~1 minute)"
+        ));
         report.sessions(footprint::sessions(n, &opts).await);
     }
 

@@ -122,7 +122,12 @@ pub struct Sessions {
 }
 
 async fn active_sessions(admin: &str) -> Option<u64> {
-    let body = reqwest::get(format!("{admin}/status")).await.ok()?.text().await.ok()?;
+    let body = reqwest::get(format!("{admin}/status"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     v["active_sessions"].as_u64()
 }
@@ -142,7 +147,11 @@ pub async fn sessions(n: usize, opts: &crate::Options) -> Sessions {
     let idle = rss_kib(pid);
     let t = Instant::now();
     for u in 0..n {
-        w.tg.private_text(1_000_000 + u as i64, "User", &format!("hello from user {u}"));
+        w.tg.private_text(
+            1_000_000 + u as i64,
+            "User",
+            &format!("hello from user {u}"),
+        );
     }
     let deadline = Instant::now() + Duration::from_secs(600);
     while w.tg.sent_since(0).len() < n && Instant::now() < deadline {

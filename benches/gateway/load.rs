@@ -22,7 +22,11 @@ impl Spec {
         self.users * self.per_user
     }
     pub fn name(&self) -> String {
-        format!("{} users, LLM {} ms", self.users, self.llm_delay.as_millis())
+        format!(
+            "{} users, LLM {} ms",
+            self.users,
+            self.llm_delay.as_millis()
+        )
     }
 }
 
@@ -191,10 +195,16 @@ pub fn process_tree(pid: i32) -> Vec<i32> {
     let mut i = 0;
     while i < out.len() {
         let p = out[i];
-        let tasks = std::fs::read_dir(format!("/proc/{p}/task")).into_iter().flatten();
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten();
         for t in tasks.flatten() {
             let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            out.extend(children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
+            out.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            );
         }
         i += 1;
     }

@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::load::rss_kib;
 use crate::sut::{self, Target};
 
 pub const TURNS: [&str; 3] = [
@@ -37,7 +36,6 @@ impl Turn {
 #[derive(Debug, Clone, Default)]
 pub struct Conversation {
     pub turns: Vec<Turn>,
-    pub rss_after_kib: u64,
 }
 
 pub async fn conversation(target: Target, opts: &crate::Options) -> Result<Conversation, String> {
@@ -76,9 +74,6 @@ pub async fn conversation(target: Target, opts: &crate::Options) -> Result<Conve
             messages: main.map(|r| r.messages().len()).unwrap_or(0),
         });
     }
-    let rss = running.pids().iter().map(|p| rss_kib(*p)).sum();
-    Ok(Conversation {
-        turns,
-        rss_after_kib: rss,
-    })
+    drop(running);
+    Ok(Conversation { turns })
 }

@@ -113,7 +113,13 @@ impl Report {
             out.other_replies
         );
         use Better::*;
-        self.put(&format!("{name}: throughput"), "msg/s", Higher, target, out.throughput());
+        self.put(
+            &format!("{name}: throughput"),
+            "msg/s",
+            Higher,
+            target,
+            out.throughput(),
+        );
         self.put(&format!("{name}: latency p50"), "ms", Lower, target, p50);
         self.put(&format!("{name}: latency p95"), "ms", Lower, target, p95);
         self.put(&format!("{name}: latency p99"), "ms", Lower, target, p99);
@@ -122,7 +128,13 @@ impl Report {
             self.put(&format!("{name}: overhead p99"), "ms", Lower, target, o99);
         }
         if let Some(cpu) = out.cpu_ms_per_message() {
-            self.put(&format!("{name}: CPU per message"), "ms", Lower, target, cpu);
+            self.put(
+                &format!("{name}: CPU per message"),
+                "ms",
+                Lower,
+                target,
+                cpu,
+            );
         }
         self.put(
             &format!("{name}: stranded + duplicated"),
@@ -154,9 +166,25 @@ impl Report {
     }
 
     pub fn startup(&mut self, target: Target, s: Startup) {
-        self.put("startup: spawn to first poll", "ms", Better::Lower, target, s.first_poll_ms);
+        self.extra.insert(
+            format!("startup_{}", target.label()),
+            json!({"runs": s.runs, "first_poll_ms": s.first_poll_ms, "ready_ms": s.ready_ms}),
+        );
+        self.put(
+            "startup: spawn to first poll",
+            "ms",
+            Better::Lower,
+            target,
+            s.first_poll_ms,
+        );
         if let Some(r) = s.ready_ms {
-            self.put("startup: spawn to /readyz 200", "ms", Better::Lower, target, r);
+            self.put(
+                "startup: spawn to /readyz 200",
+                "ms",
+                Better::Lower,
+                target,
+                r,
+            );
         }
     }
 
@@ -183,12 +211,37 @@ impl Report {
     pub fn sessions(&mut self, s: Sessions) {
         let n = s.n;
         let t = Target::Hermes;
-        self.put(&format!("RSS idle before {n} sessions"), "MiB", Better::Lower, t, s.idle_kib as f64 / 1024.0);
-        self.put(&format!("RSS with {n} sessions"), "MiB", Better::Lower, t, s.loaded_kib as f64 / 1024.0);
-        self.put(&format!("RSS after evicting {n} sessions"), "MiB", Better::Lower, t, s.evicted_kib as f64 / 1024.0);
-        self.put("RSS per session", "KiB", Better::Lower, t, s.per_session_kib);
+        self.put(
+            &format!("RSS idle before {n} sessions"),
+            "MiB",
+            Better::Lower,
+            t,
+            s.idle_kib as f64 / 1024.0,
+        );
+        self.put(
+            &format!("RSS with {n} sessions"),
+            "MiB",
+            Better::Lower,
+            t,
+            s.loaded_kib as f64 / 1024.0,
+        );
+        self.put(
+            &format!("RSS after evicting {n} sessions"),
+            "MiB",
+            Better::Lower,
+            t,
+            s.evicted_kib as f64 / 1024.0,
+        );
+        self.put(
+            "RSS per session",
+            "KiB",
+            Better::Lower,
+            t,
+            s.per_session_kib,
+        );
         if s.answered < n {
-            self.notes.push(format!("sessions: only {} of {n} answered", s.answered));
+            self.notes
+                .push(format!("sessions: only {} of {n} answered", s.answered));
         }
         self.extra.insert(
             "sessions".into(),
@@ -198,19 +251,61 @@ impl Report {
     }
 
     pub fn writes(&mut self, w: Writes) {
+        self.extra.insert(
+            "store_writes".into(),
+            json!({"n": w.n, "tasks": w.tasks, "inbox_seq": w.inbox_seq,
+                   "inbox_concurrent": w.inbox_concurrent, "outbox_seq": w.outbox_seq,
+                   "outbox_concurrent": w.outbox_concurrent}),
+        );
         let t = Target::Hermes;
-        self.put("store: inbox_insert, 1 writer", "writes/s", Better::Higher, t, w.inbox_seq);
+        self.put(
+            "store: inbox_insert, 1 writer",
+            "writes/s",
+            Better::Higher,
+            t,
+            w.inbox_seq,
+        );
         let c = format!("{} writers", w.tasks);
-        self.put(&format!("store: inbox_insert, {c}"), "writes/s", Better::Higher, t, w.inbox_concurrent);
-        self.put("store: outbox_enqueue, 1 writer", "writes/s", Better::Higher, t, w.outbox_seq);
-        self.put(&format!("store: outbox_enqueue, {c}"), "writes/s", Better::Higher, t, w.outbox_concurrent);
+        self.put(
+            &format!("store: inbox_insert, {c}"),
+            "writes/s",
+            Better::Higher,
+            t,
+            w.inbox_concurrent,
+        );
+        self.put(
+            "store: outbox_enqueue, 1 writer",
+            "writes/s",
+            Better::Higher,
+            t,
+            w.outbox_seq,
+        );
+        self.put(
+            &format!("store: outbox_enqueue, {c}"),
+            "writes/s",
+            Better::Higher,
+            t,
+            w.outbox_concurrent,
+        );
     }
 
     pub fn search(&mut self, s: Summary) {
         let m = s.messages;
         let t = Target::Hermes;
-        self.put(&format!("session_search over {m} msgs: p50"), "ms", Better::Lower, t, s.p50_ms);
-        self.put(&format!("session_search over {m} msgs: p99"), "ms", Better::Lower, t, s.p99_ms);
+        self.put(
+            &format!("session_search over {m} msgs: p50"),
+            "ms",
+            Better::Lower,
+            t,
+            s.p50_ms,
+        );
+        self.put(
+            &format!("session_search over {m} msgs: p99"),
+            "ms",
+            Better::Lower,
+            t,
+            s.p99_ms,
+        );
         self.extra.insert(
             "search".into(),
             json!({"messages": m, "searches": s.searches, "p50_ms": s.p50_ms, "p99_ms": s.p99_ms,
@@ -221,15 +316,51 @@ impl Report {
     pub fn prompt(&mut self, target: Target, c: Conversation) {
         let Some(first) = c.turns.first() else { return };
         let b = Better::Lower;
-        self.put("prompt: first turn request", "bytes", b, target, first.main_bytes as f64);
-        self.put("prompt: first turn (bytes/4)", "tokens", b, target, first.est_tokens() as f64);
-        self.put("prompt: system prompt", "bytes", b, target, first.system_bytes as f64);
-        self.put("prompt: tools offered", "tools", b, target, first.tools as f64);
+        self.put(
+            "prompt: first turn request",
+            "bytes",
+            b,
+            target,
+            first.main_bytes as f64,
+        );
+        self.put(
+            "prompt: first turn (bytes/4)",
+            "tokens",
+            b,
+            target,
+            first.est_tokens() as f64,
+        );
+        self.put(
+            "prompt: system prompt",
+            "bytes",
+            b,
+            target,
+            first.system_bytes as f64,
+        );
+        self.put(
+            "prompt: tools offered",
+            "tools",
+            b,
+            target,
+            first.tools as f64,
+        );
         let n = c.turns.len() as f64;
         let all: usize = c.turns.iter().map(|t| t.all_bytes).sum();
         let calls: usize = c.turns.iter().map(|t| t.calls).sum();
-        self.put("prompt: bytes per turn (all calls)", "bytes", b, target, all as f64 / n);
-        self.put("prompt: LLM calls per turn", "calls", b, target, calls as f64 / n);
+        self.put(
+            "prompt: bytes per turn (all calls)",
+            "bytes",
+            b,
+            target,
+            all as f64 / n,
+        );
+        self.put(
+            "prompt: LLM calls per turn",
+            "calls",
+            b,
+            target,
+            calls as f64 / n,
+        );
         let turns: Vec<Value> = c
             .turns
             .iter()

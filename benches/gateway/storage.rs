@@ -96,7 +96,9 @@ pub async fn writes(n: usize, tasks: usize) -> Writes {
     w.inbox_concurrent = timed(n, tasks, move |i| {
         let s = s.clone();
         async move {
-            s.inbox_insert(&message(i % 500, n + i)).await.expect("insert");
+            s.inbox_insert(&message(i % 500, n + i))
+                .await
+                .expect("insert");
         }
     })
     .await;
@@ -104,7 +106,9 @@ pub async fn writes(n: usize, tasks: usize) -> Writes {
     w.outbox_seq = timed(n, 1, move |i| {
         let s = s.clone();
         async move {
-            s.outbox_enqueue(vec![reply(i % 500, i)]).await.expect("enqueue");
+            s.outbox_enqueue(vec![reply(i % 500, i)])
+                .await
+                .expect("enqueue");
         }
     })
     .await;

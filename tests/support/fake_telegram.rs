@@ -346,7 +346,11 @@ impl FakeTelegram {
     }
     /// Sent messages from the `from`th on (a cursor for load drivers that poll).
     pub fn sent_since(&self, from: usize) -> Vec<SentMessage> {
-        self.st().sent.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+        self.st()
+            .sent
+            .get(from..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
     }
     pub fn sent_to(&self, chat_id: i64) -> Vec<SentMessage> {
         self.sent()
