@@ -187,6 +187,8 @@ async fn run_turn(
         to: last.clone(),
         key: lane.key.clone(),
         control: control.clone(),
+        turn: rows.last().map_or(0, |r| r.id),
+        files_sent: Default::default(),
     });
     let progress = start_progress_notes(shared, person.clone());
     let view = shared

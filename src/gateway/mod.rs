@@ -24,6 +24,7 @@ mod lane;
 mod maintenance;
 mod notify;
 mod outbox_pump;
+mod outgoing;
 mod reload;
 mod resets;
 mod reviews;
