@@ -218,7 +218,7 @@ async fn run_turn(
         }),
         late_notice: lane.outage.noticed.clone(),
     };
-    let result = shared.agent.run_turn(input).await;
+    let result = shared.agent().run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {
         task.abort();
     }
@@ -270,7 +270,7 @@ async fn run_turn(
         model: session
             .model
             .clone()
-            .unwrap_or_else(|| shared.agent.model().to_owned()),
+            .unwrap_or_else(|| shared.agent().model().to_owned()),
         outcome,
     };
     let commit = match outcome {
@@ -350,7 +350,8 @@ async fn open_session(
 ) -> Result<SessionRow, StoreError> {
     let session = shared.store.session_active(key).await?;
     let policy = shared.config().sessions.policy(key.platform, msg.chat.kind);
-    let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent.timezone) else {
+    let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent().timezone)
+    else {
         return Ok(session);
     };
     if shared.store.session_stats(session.id).await?.messages == 0 {
