@@ -396,6 +396,17 @@ impl FakeLlm {
         fake_http::wait_for(timeout, &what, check, || self.describe()).await
     }
 
+    /// Waits until a request matching `pred` arrived (`what` names it on timeout).
+    pub async fn wait_request(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&RecordedRequest) -> bool,
+    ) -> RecordedRequest {
+        let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
+        fake_http::wait_for(timeout, what, check, || self.describe()).await
+    }
+
     fn describe(&self) -> String {
         let st = self.inner.st();
         let lines: Vec<String> = st
