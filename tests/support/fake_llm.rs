@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State as AxState};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
-use serde_json::Value;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::fake_http::{self, ConnCtl};
@@ -204,6 +204,15 @@ impl RecordedRequest {
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
     }
+    /// The content parts (text, images) of the last user message.
+    pub fn last_user_parts(&self) -> Vec<Value> {
+        let user = self
+            .messages()
+            .into_iter()
+            .rfind(|m| m["role"] == "user")
+            .expect("a user message");
+        user["content"].as_array().expect("content parts").clone()
+    }
     pub fn messages(&self) -> Vec<Value> {
         self.body["messages"]
             .as_array()
@@ -272,6 +281,18 @@ pub(super) struct St {
     max_in_flight: usize,
     api_key: Option<String>,
     pub(super) cache_prefixes: HashSet<String>,
+    transcriptions: Vec<Transcription>,
+    /// What `/audio/transcriptions` answers: the text, or an HTTP status.
+    transcript: Result<String, u16>,
+}
+
+/// One call of `POST /v1/audio/transcriptions`.
+#[derive(Clone, Debug)]
+pub struct Transcription {
+    pub model: String,
+    pub file_name: String,
+    pub size: usize,
+    pub authorization: Option<String>,
 }
 
 pub(super) struct Inner {
@@ -316,6 +337,8 @@ impl FakeLlm {
             max_in_flight: 0,
             api_key: None,
             cache_prefixes: HashSet::new(),
+            transcriptions: Vec::new(),
+            transcript: Ok("hello from a voice note".into()),
         };
         let inner = Arc::new(Inner {
             st: Mutex::new(st),
@@ -325,6 +348,15 @@ impl FakeLlm {
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let port = fake_http::serve(app, "fake llm").await;
         FakeLlm { inner, port }
+    }
+
+    /// What speech-to-text answers from now on: the transcript, or an HTTP error status.
+    pub fn set_transcript(&self, transcript: Result<&str, u16>) {
+        self.inner.st().transcript = transcript.map(str::to_owned);
+    }
+    /// Every speech-to-text call so far.
+    pub fn transcriptions(&self) -> Vec<Transcription> {
+        self.inner.st().transcriptions.clone()
     }
 
     /// `http://127.0.0.1:PORT/v1` (OpenAI-style base URL).
@@ -347,6 +379,18 @@ impl FakeLlm {
     /// The responder used when the script is empty.
     pub fn set_default(&self, f: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) {
         self.inner.st().default = Arc::new(f);
+    }
+    /// From now on the model answers "tool said: <the last tool result>", so the chat shows
+    /// what a tool call came to (approvals, denials).
+    pub fn echo_tool_results(&self) {
+        self.set_default(|req: &RecordedRequest| {
+            let last = req
+                .tool_results()
+                .last()
+                .map(|(_, text)| text.clone())
+                .unwrap_or_default();
+            Reply::text(format!("tool said: {last}"))
+        });
     }
     /// Requires this key (`Authorization: Bearer` for OpenAI, `x-api-key` for Anthropic).
     pub fn set_api_key(&self, key: Option<&str>) {
@@ -373,6 +417,17 @@ impl FakeLlm {
             (st.requests.len() >= n).then(|| st.requests.clone())
         };
         fake_http::wait_for(timeout, &what, check, || self.describe()).await
+    }
+
+    /// Waits until a request matching `pred` arrived (`what` names it on timeout).
+    pub async fn wait_request(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&RecordedRequest) -> bool,
+    ) -> RecordedRequest {
+        let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
+        fake_http::wait_for(timeout, what, check, || self.describe()).await
     }
 
     fn describe(&self) -> String {
@@ -410,6 +465,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().trim_end_matches('/').to_string();
+    if method == Method::POST && path == "/v1/audio/transcriptions" {
+        return transcribe(&inner, &headers, &body);
+    }
     let api = match (method.as_str(), path.as_str()) {
         ("POST", "/v1/chat/completions") => Api::OpenAi,
         ("POST", "/v1/messages") => Api::Anthropic,
@@ -476,4 +534,35 @@ async fn handle(
         tokio::time::sleep(d).await;
     }
     llm_wire::render(&inner, api, &req, &reply, &conn)
+}
+
+/// `POST /v1/audio/transcriptions`: a multipart form with the recording as `file`.
+fn transcribe(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut form = serde_json::Map::new();
+    fake_http::parse_multipart(ct, body, &mut form);
+    let mut st = inner.st();
+    st.transcriptions.push(Transcription {
+        model: form["model"].as_str().unwrap_or_default().to_owned(),
+        file_name: form["file"]["file_name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        size: form["file"]["size"].as_u64().unwrap_or(0) as usize,
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    });
+    match st.transcript.clone() {
+        Ok(text) => axum::Json(json!({ "text": text })).into_response(),
+        Err(status) => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            axum::Json(json!({"error": {"message": "the fake cannot hear anything"}})),
+        )
+            .into_response(),
+    }
 }
