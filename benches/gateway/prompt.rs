@@ -47,7 +47,14 @@ pub async fn conversation(target: Target, opts: &crate::Options) -> Result<Conve
         let before = w.llm.requests().len();
         w.tg.private_text(user, "User", text);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while w.tg.sent_to(user).len() <= i {
+        // The answer echoes the text; other messages (a welcome, notices) do not count.
+        let echo = format!("echo: {text}");
+        while !w
+            .tg
+            .sent_to(user)
+            .iter()
+            .any(|m| m.visible_text.contains(&echo))
+        {
             if Instant::now() > deadline {
                 return Err(format!("{} did not answer turn {}", target.label(), i + 1));
             }
