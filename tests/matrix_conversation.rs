@@ -5,6 +5,9 @@
 //! Needs Synapse: run `.ci/synapse` first (`.ci/run` does it). Without it these tests fail with
 //! that instruction; they never skip silently.
 
+// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
+#![recursion_limit = "256"]
+
 mod support;
 #[path = "support/matrix_world.rs"]
 mod matrix_world;

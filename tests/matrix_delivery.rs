@@ -7,6 +7,9 @@
 //! its own private Synapse (same script, another port and data directory), so restarting it does
 //! not disturb tests running in parallel.
 
+// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
+#![recursion_limit = "256"]
+
 mod support;
 #[path = "support/matrix_world.rs"]
 mod matrix_world;

@@ -8,6 +8,8 @@
 //! Locally: `.ci/synapse` (installs Synapse from PyPI into a venv on first use), then
 //! `cargo nextest run --test matrix_conversation --test matrix_delivery`.
 
+#![allow(dead_code)]
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
