@@ -134,7 +134,12 @@ impl MatrixConfig {
         use std::hash::Hash;
         (self.enabled, &self.homeserver, &self.user_id).hash(h);
         (self.password.expose(), self.access_token.expose()).hash(h);
-        (&self.allowed_users, &self.device_name, self.sync_timeout_secs).hash(h);
+        (
+            &self.allowed_users,
+            &self.device_name,
+            self.sync_timeout_secs,
+        )
+            .hash(h);
     }
 }
 
@@ -155,7 +160,10 @@ mod tests {
             ("MATRIX_HOMESERVER", "https://matrix.example.org/"),
             ("MATRIX_USER_ID", "@hermes:example.org"),
             ("MATRIX_PASSWORD", "pw"),
-            ("MATRIX_ALLOWED_USERS", "@alice:example.org, @bob:example.org"),
+            (
+                "MATRIX_ALLOWED_USERS",
+                "@alice:example.org, @bob:example.org",
+            ),
         ];
         let mut c = MatrixConfig::default();
         assert!(!c.is_active());
@@ -177,7 +185,12 @@ mod tests {
         c.homeserver = "https://m.example.org".into();
         c.password = Secret::new("pw");
         c.user_id = "hermes".into();
-        assert!(c.validate(None).unwrap_err().to_string().contains("matrix.user_id"));
+        assert!(
+            c.validate(None)
+                .unwrap_err()
+                .to_string()
+                .contains("matrix.user_id")
+        );
         c.user_id = "@hermes:example.org".into();
         c.allowed_users = vec!["alice".into()];
         assert!(
@@ -188,6 +201,11 @@ mod tests {
         );
         c.allowed_users.clear();
         c.password = Secret::default();
-        assert!(c.validate(None).unwrap_err().to_string().contains("MATRIX_PASSWORD"));
+        assert!(
+            c.validate(None)
+                .unwrap_err()
+                .to_string()
+                .contains("MATRIX_PASSWORD")
+        );
     }
 }

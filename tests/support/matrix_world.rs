@@ -238,14 +238,19 @@ impl Person {
             {
                 return;
             }
-            assert!(Instant::now() < deadline, "{user} never joined {}", room.room_id());
+            assert!(
+                Instant::now() < deadline,
+                "{user} never joined {}",
+                room.room_id()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     /// Send a text message; returns its event id.
     pub async fn say(&self, room: &Room, text: &str) -> OwnedEventId {
-        self.send(room, RoomMessageEventContent::text_plain(text)).await
+        self.send(room, RoomMessageEventContent::text_plain(text))
+            .await
     }
 
     pub async fn send(&self, room: &Room, content: RoomMessageEventContent) -> OwnedEventId {

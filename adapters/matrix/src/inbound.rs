@@ -61,10 +61,38 @@ pub fn convert(
             ),
             Vec::new(),
         ),
-        MessageType::Image(i) => media(&i.body, AttachmentKind::Image, &i.source, i.info.as_ref().and_then(|x| x.mimetype.clone()), i.info.as_ref().and_then(|x| x.size.map(u64::from)), i.filename.clone()),
-        MessageType::File(f) => media(&f.body, AttachmentKind::Document, &f.source, f.info.as_ref().and_then(|x| x.mimetype.clone()), f.info.as_ref().and_then(|x| x.size.map(u64::from)), f.filename.clone()),
-        MessageType::Audio(a) => media(&a.body, AttachmentKind::Audio, &a.source, a.info.as_ref().and_then(|x| x.mimetype.clone()), a.info.as_ref().and_then(|x| x.size.map(u64::from)), a.filename.clone()),
-        MessageType::Video(v) => media(&v.body, AttachmentKind::Video, &v.source, v.info.as_ref().and_then(|x| x.mimetype.clone()), v.info.as_ref().and_then(|x| x.size.map(u64::from)), v.filename.clone()),
+        MessageType::Image(i) => media(
+            &i.body,
+            AttachmentKind::Image,
+            &i.source,
+            i.info.as_ref().and_then(|x| x.mimetype.clone()),
+            i.info.as_ref().and_then(|x| x.size.map(u64::from)),
+            i.filename.clone(),
+        ),
+        MessageType::File(f) => media(
+            &f.body,
+            AttachmentKind::Document,
+            &f.source,
+            f.info.as_ref().and_then(|x| x.mimetype.clone()),
+            f.info.as_ref().and_then(|x| x.size.map(u64::from)),
+            f.filename.clone(),
+        ),
+        MessageType::Audio(a) => media(
+            &a.body,
+            AttachmentKind::Audio,
+            &a.source,
+            a.info.as_ref().and_then(|x| x.mimetype.clone()),
+            a.info.as_ref().and_then(|x| x.size.map(u64::from)),
+            a.filename.clone(),
+        ),
+        MessageType::Video(v) => media(
+            &v.body,
+            AttachmentKind::Video,
+            &v.source,
+            v.info.as_ref().and_then(|x| x.mimetype.clone()),
+            v.info.as_ref().and_then(|x| x.size.map(u64::from)),
+            v.filename.clone(),
+        ),
         // Notices are what bots send; answering them makes loops.
         _ => return None,
     };
@@ -177,8 +205,7 @@ fn names_me(text: &str, html: Option<&str>, room: &RoomContext<'_>) -> bool {
         let end = start + name.len();
         let before = lower[..start].chars().next_back();
         let after = lower[end..].chars().next();
-        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        {
+        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
             return true;
         }
         from = end;
@@ -270,20 +297,31 @@ mod tests {
     fn group_messages_need_a_mention() {
         let me = UserId::parse("@bot:localhost").unwrap();
         let r = room(&me, false);
-        assert_eq!(convert(&event(text("hi all")), &r, false).unwrap().trigger, Trigger::Ambient);
+        assert_eq!(
+            convert(&event(text("hi all")), &r, false).unwrap().trigger,
+            Trigger::Ambient
+        );
         // Not a word on its own: no mention.
         assert_eq!(
-            convert(&event(text("hermeses everywhere")), &r, false).unwrap().trigger,
+            convert(&event(text("hermeses everywhere")), &r, false)
+                .unwrap()
+                .trigger,
             Trigger::Ambient
         );
         let by_name = convert(&event(text("Hermes: what time is it?")), &r, false).unwrap();
         assert_eq!(by_name.trigger, Trigger::Mention);
         assert_eq!(by_name.text, "what time is it?");
         let by_id = convert(&event(text("@bot:localhost hi")), &r, false).unwrap();
-        assert_eq!((by_id.trigger, by_id.text.as_str()), (Trigger::Mention, "hi"));
+        assert_eq!(
+            (by_id.trigger, by_id.text.as_str()),
+            (Trigger::Mention, "hi")
+        );
         let mut c = text("hey you");
         c["m.mentions"] = serde_json::json!({"user_ids": ["@bot:localhost"]});
-        assert_eq!(convert(&event(c), &r, false).unwrap().trigger, Trigger::Mention);
+        assert_eq!(
+            convert(&event(c), &r, false).unwrap().trigger,
+            Trigger::Mention
+        );
         let mut reply = text("> <@bot:localhost> earlier\n\nand now?");
         reply["m.relates_to"] = serde_json::json!({"m.in_reply_to": {"event_id": "$bot1"}});
         let m = convert(&event(reply), &r, true).unwrap();

@@ -14,7 +14,7 @@ use matrix_sdk::ruma::events::room::message::SyncRoomMessageEvent;
 use matrix_sdk::ruma::events::{AnySyncMessageLikeEvent, AnySyncTimelineEvent};
 use matrix_sdk::ruma::serde::Raw;
 use matrix_sdk::ruma::{RoomId, UInt};
-use matrix_sdk::{Client, Room};
+use matrix_sdk::{Client, Room, RoomMemberships};
 use tokio_util::sync::CancellationToken;
 
 use crate::state::Undecryptable;
@@ -33,8 +33,12 @@ impl MatrixAdapter {
                 continue;
             }
             match room.join().await {
-                Ok(()) => tracing::info!(room = %room.room_id(), %inviter, "matrix: joined on invite"),
-                Err(e) => tracing::warn!(room = %room.room_id(), error = %e, "matrix: joining failed; retrying after the next sync"),
+                Ok(()) => {
+                    tracing::info!(room = %room.room_id(), %inviter, "matrix: joined on invite")
+                }
+                Err(e) => {
+                    tracing::warn!(room = %room.room_id(), error = %e, "matrix: joining failed; retrying after the next sync")
+                }
             }
         }
     }
@@ -49,7 +53,10 @@ impl MatrixAdapter {
         pending: &mut Vec<Undecryptable>,
     ) -> Result<(), AdapterError> {
         let raw = match &event.kind {
-            TimelineEventKind::UnableToDecrypt { event: raw, utd_info } => {
+            TimelineEventKind::UnableToDecrypt {
+                event: raw,
+                utd_info,
+            } => {
                 let id = event.event_id().map(|e| e.to_string()).unwrap_or_default();
                 if pending.iter().any(|p| p.event_id == id) {
                     return Ok(());
@@ -75,7 +82,15 @@ impl MatrixAdapter {
         if ev.sender == me {
             return Ok(());
         }
-        let direct = room.active_members_count() <= 2;
+        // Counted from the member events in the store: the sync summary that feeds
+        // `active_members_count` is only sent with lazy-loaded members.
+        let direct = match room
+            .members_no_sync(RoomMemberships::JOIN | RoomMemberships::INVITE)
+            .await
+        {
+            Ok(members) => members.len() <= 2,
+            Err(_) => room.active_members_count() <= 2,
+        };
         let my_name = room
             .get_member_no_sync(&me)
             .await
@@ -230,7 +245,10 @@ impl MatrixAdapter {
                     .values()
                     .map(|r| r.timeline.events.len())
                     .sum();
-                tracing::info!(skipped, "matrix: first sync; earlier room history is not answered");
+                tracing::info!(
+                    skipped,
+                    "matrix: first sync; earlier room history is not answered"
+                );
             } else {
                 for (room_id, update) in response.rooms.joined {
                     let Some(room) = client.get_room(&room_id) else {

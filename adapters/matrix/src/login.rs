@@ -59,10 +59,9 @@ impl MatrixAdapter {
             },
         };
         if client.session_meta().is_none() {
-            client
-                .restore_session(restore)
-                .await
-                .map_err(|e| AdapterError::Transient(format!("matrix: restoring the session: {e}")))?;
+            client.restore_session(restore).await.map_err(|e| {
+                AdapterError::Transient(format!("matrix: restoring the session: {e}"))
+            })?;
         }
         Ok(client)
     }
@@ -120,15 +119,18 @@ impl MatrixAdapter {
                 }
             }
         };
-        self.state.save_session(&session).map_err(|e| {
-            AdapterError::Fatal(format!("matrix: saving the session: {e}"))
-        })?;
+        self.state
+            .save_session(&session)
+            .map_err(|e| AdapterError::Fatal(format!("matrix: saving the session: {e}")))?;
         Ok(session)
     }
 }
 
 /// `GET /account/whoami` with `token`: the user id and device id it belongs to.
-pub(crate) async fn whoami(homeserver: &str, token: &str) -> Result<(String, Option<String>), AdapterError> {
+pub(crate) async fn whoami(
+    homeserver: &str,
+    token: &str,
+) -> Result<(String, Option<String>), AdapterError> {
     let r = http()?
         .get(format!("{homeserver}/_matrix/client/v3/account/whoami"))
         .bearer_auth(token)
@@ -144,14 +146,20 @@ pub(crate) async fn whoami(homeserver: &str, token: &str) -> Result<(String, Opt
         )));
     }
     if !status.is_success() {
-        return Err(AdapterError::Transient(format!("matrix whoami: HTTP {status}")));
+        return Err(AdapterError::Transient(format!(
+            "matrix whoami: HTTP {status}"
+        )));
     }
     let user = body["user_id"].as_str().unwrap_or_default().to_owned();
     Ok((user, body["device_id"].as_str().map(str::to_owned)))
 }
 
 /// `POST /login` with a password; returns the access token.
-pub(crate) async fn password_login(homeserver: &str, user: &str, password: &str) -> Result<String, AdapterError> {
+pub(crate) async fn password_login(
+    homeserver: &str,
+    user: &str,
+    password: &str,
+) -> Result<String, AdapterError> {
     let body = serde_json::json!({
         "type": "m.login.password",
         "identifier": {"type": "m.id.user", "user": user},
@@ -172,7 +180,9 @@ pub(crate) async fn password_login(homeserver: &str, user: &str, password: &str)
             "matrix login as {user} refused: {}",
             body["errcode"].as_str().unwrap_or("")
         ))),
-        _ => Err(AdapterError::Transient(format!("matrix login: HTTP {status}"))),
+        _ => Err(AdapterError::Transient(format!(
+            "matrix login: HTTP {status}"
+        ))),
     }
 }
 

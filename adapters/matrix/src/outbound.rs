@@ -28,7 +28,8 @@ pub fn content(out: &Outbound) -> RoomMessageEventContent {
         .and_then(|id| OwnedEventId::try_from(id.as_str()).ok());
     content.relates_to = match (thread, reply_to) {
         (Some(root), Some(answered)) => Some(Relation::Thread(Thread::reply(root, answered))),
-        (Some(root), None) => Some(Relation::Thread(Thread::without_fallback(root))),
+        // Thread-unaware clients show the answer as a reply to the root.
+        (Some(root), None) => Some(Relation::Thread(Thread::plain(root.clone(), root))),
         (None, Some(answered)) => Some(Relation::Reply(Reply::new(InReplyTo::new(answered)))),
         (None, None) => None,
     };
