@@ -14,18 +14,6 @@ use support::fake_telegram::SentMessage;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The model answers with what the last tool returned, so the chat shows the outcome.
-fn echo_tool_results(w: &World) {
-    w.llm.set_default(|req: &RecordedRequest| {
-        let last = req
-            .tool_results()
-            .last()
-            .map(|(_, text)| text.clone())
-            .unwrap_or_default();
-        Reply::text(format!("tool said: {last}"))
-    });
-}
-
 /// `(label, callback data)` of the buttons under a message.
 fn buttons(m: &SentMessage) -> Vec<(String, String)> {
     let rows = m
@@ -55,7 +43,7 @@ fn button(m: &SentMessage, label_starts: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
     let mut w = World::new("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo approved-$((40 + 2))"}),
@@ -106,7 +94,7 @@ async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_refuses_the_call_and_the_model_is_told() {
     let mut w = World::new("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo should-not-run"}),
@@ -127,7 +115,7 @@ async fn deny_refuses_the_call_and_the_model_is_told() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_answer_in_time_is_a_denial() {
     let mut w = World::new("[policy]\napproval_timeout_secs = 1\n").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo too-late"}),
@@ -150,7 +138,7 @@ async fn no_answer_in_time_is_a_denial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_typed_yes_approves() {
     let mut w = World::new("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo by-reply"}),
@@ -175,7 +163,7 @@ async fn a_typed_yes_approves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_users_press_does_nothing() {
     let mut w = World::new("[policy]\napproval_timeout_secs = 3\n").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo bobs-wish"}),
@@ -243,7 +231,7 @@ async fn two_confirmations_in_one_turn_are_asked_one_after_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
     let mut w = World::new("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm
         .push(Reply::tool_call("terminal", json!({"command": "echo one"})));
     w.llm.push(Reply::text("first done"));
@@ -289,7 +277,7 @@ async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_command_is_shown_in_full_with_the_buttons_under_the_last_part() {
     let mut w = World::new("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     let long = format!("echo {}done", "word ".repeat(1200));
     w.llm
         .push(Reply::tool_call("terminal", json!({"command": long})));

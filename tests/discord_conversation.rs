@@ -7,23 +7,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::daemon::{TOKEN, World};
+use support::daemon::TOKEN;
 use support::discord_api::{self, CHANNEL as GUILD_CHANNEL};
 use support::discord_world::{ALICE, BOB, MALLORY, start, texts, wait_sent, wait_until, world};
 use support::fake_discord::SentMessage;
-use support::fake_llm::{RecordedRequest, Reply};
-
-/// The model answers with what the last tool returned.
-fn echo_tool_results(w: &World) {
-    w.llm.set_default(|req: &RecordedRequest| {
-        let last = req
-            .tool_results()
-            .last()
-            .map(|(_, text)| text.clone())
-            .unwrap_or_default();
-        Reply::text(format!("tool said: {last}"))
-    });
-}
+use support::fake_llm::Reply;
 
 fn button(m: &SentMessage, label: &str) -> String {
     m.buttons()
@@ -122,7 +110,7 @@ async fn an_unlisted_user_gets_nothing_and_costs_no_llm_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     let (mut w, dc) = world("").await;
-    echo_tool_results(&w);
+    w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo approved-$((40 + 2))"}),
@@ -218,12 +206,7 @@ async fn an_attached_image_reaches_a_vision_model() {
     dc.dm_with_file(ALICE, "alice", "what is this?", "cat.png", "image/png", PNG);
     wait_sent(&dc, &daemon, 1).await;
     let req = w.llm.requests().pop().unwrap();
-    let user = req
-        .messages()
-        .into_iter()
-        .rfind(|m| m["role"] == "user")
-        .unwrap();
-    let parts = user["content"].as_array().expect("content parts").clone();
+    let parts = req.last_user_parts();
     let image = parts
         .iter()
         .find(|p| p["type"] == "image_url")

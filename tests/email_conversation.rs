@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::fake_llm::{RecordedRequest, Reply};
+use support::fake_llm::Reply;
 use support::mail_world::{MailWorld, body_text, header};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -296,14 +296,7 @@ async fn html_only_legacy_charsets_and_a_huge_attachment_are_handled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirmation_is_answered_by_replying_yes_to_the_request_mail() {
     let mut mw = MailWorld::new(CONFIG).await;
-    mw.w.llm.set_default(|req: &RecordedRequest| {
-        let last = req
-            .tool_results()
-            .last()
-            .map(|(_, text)| text.clone())
-            .unwrap_or_default();
-        Reply::text(format!("tool said: {last}"))
-    });
+    mw.w.llm.echo_tool_results();
     mw.w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo approved-$((40 + 2))"}),

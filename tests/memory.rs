@@ -183,11 +183,7 @@ async fn a_review_with_nothing_to_save_writes_nothing() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "time?");
     w.tg.wait_sent(1, WAIT).await;
-    let deadline = std::time::Instant::now() + WAIT;
-    while !w.llm.requests().iter().any(reviewing) {
-        assert!(std::time::Instant::now() < deadline, "no review happened");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    w.llm.wait_request("a review", WAIT, reviewing).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !w.home.path().join("memory").exists(),

@@ -176,6 +176,45 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     w.tg.wait_sent(3, WAIT).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_with_a_new_model_and_key_rebuilds_the_agent_for_the_next_turn() {
+    let file =
+        |model: &str, key: &str| format!("[llm]\nmodel = \"{model}\"\napi_key = \"{key}\"\n");
+    let mut w = World::new(&file("model-a", "sk-first-key")).await;
+    w.unset_env("HERMES_MODEL");
+    w.unset_env("OPENAI_API_KEY");
+    let daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "one");
+    w.tg.wait_sent(1, WAIT).await;
+
+    std::fs::write(
+        w.home.path().join("config.toml"),
+        file("model-b", "sk-rotated-key"),
+    )
+    .unwrap();
+    daemon.signal(libc::SIGHUP);
+    wait_log(&daemon, "the agent was rebuilt", 1).await;
+    w.tg.private_text(ALICE, "Alice", "two");
+    w.tg.wait_sent(2, WAIT).await;
+
+    let requests = w.llm.requests();
+    let last = requests.last().unwrap();
+    assert_eq!(requests[0].model(), Some("model-a"));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-first-key")
+    );
+    assert_eq!(last.model(), Some("model-b"));
+    assert_eq!(last.header("authorization"), Some("Bearer sk-rotated-key"));
+    let log = daemon.log();
+    assert!(log.contains("sections=[\"llm\", \"keys\"]"), "{log}");
+    assert!(
+        !log.contains("sk-rotated-key"),
+        "the key stays out of the log"
+    );
+    assert!(!log.contains("take effect at the next restart"), "{log}");
+}
+
 /// Messages systemd would receive on `NOTIFY_SOCKET`.
 struct NotifySocket {
     socket: UnixDatagram,

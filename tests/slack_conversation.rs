@@ -223,14 +223,7 @@ async fn events_api_rejects_bad_signatures_and_stale_timestamps_and_dedupes_retr
 
 async fn approval_only_from_the_asked_user(mode: Mode) {
     let mut sw = SlackWorld::new("", mode).await;
-    sw.w.llm.set_default(|req: &RecordedRequest| {
-        let last = req
-            .tool_results()
-            .last()
-            .map(|(_, text)| text.clone())
-            .unwrap_or_default();
-        Reply::text(format!("tool said: {last}"))
-    });
+    sw.w.llm.echo_tool_results();
     sw.w.llm.push(Reply::tool_call(
         "terminal",
         json!({"command": "echo approved-$((40 + 2))"}),

@@ -189,12 +189,7 @@ async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
     sw.slack.envelope("events_api", cb);
     sw.slack.wait_posted(1, WAIT).await;
     let req = sw.w.llm.requests().pop().unwrap();
-    let user = req
-        .messages()
-        .into_iter()
-        .rfind(|m| m["role"] == "user")
-        .unwrap();
-    let parts = user["content"].as_array().expect("content parts").clone();
+    let parts = req.last_user_parts();
     let image = parts
         .iter()
         .find(|p| p["type"] == "image_url")

@@ -30,12 +30,7 @@ async fn a_photo_reaches_a_vision_model_as_an_image() {
     photo_update(&w, "what is in this picture?");
     w.tg.wait_sent(1, WAIT).await;
     let req = w.llm.requests().pop().unwrap();
-    let user = req
-        .messages()
-        .into_iter()
-        .rfind(|m| m["role"] == "user")
-        .unwrap();
-    let parts = user["content"].as_array().expect("content parts").clone();
+    let parts = req.last_user_parts();
     let text = parts.iter().find(|p| p["type"] == "text").unwrap();
     assert!(
         text["text"]

@@ -32,6 +32,12 @@ pub trait Interaction: Send + Sync {
 
     /// A short progress note.
     async fn notify(&self, text: &str);
+
+    /// Send a file (an absolute path the caller has checked) with a caption; `Ok` says how it
+    /// went out, `Err` why it cannot (the model reads both).
+    async fn send_file(&self, _path: &std::path::Path, _caption: &str) -> Result<String, String> {
+        Err("there is no chat to send files to in this conversation".into())
+    }
 }
 
 impl ConfirmRequest {

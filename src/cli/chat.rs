@@ -197,4 +197,13 @@ impl Interaction for TerminalPerson {
     async fn notify(&self, text: &str) {
         println!("{text}");
     }
+
+    /// The user sits at this machine: the file is shown by its path.
+    async fn send_file(&self, path: &std::path::Path, caption: &str) -> Result<String, String> {
+        println!("\n📎 {} {caption}", path.display());
+        Ok(format!(
+            "shown to the user at the terminal as {}",
+            path.display()
+        ))
+    }
 }

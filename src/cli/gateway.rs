@@ -251,6 +251,14 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
             super::load_config(path.as_deref()).map_err(|e| format!("configuration error: {e}"))
         }),
         adapters: Box::new(self::adapters),
+        agent: {
+            let store = store.clone();
+            Box::new(move |config, cron| {
+                let provider = super::build_provider(config).map_err(|(message, _)| message)?;
+                Agent::with_cron(config, provider, store.clone(), cron)
+                    .map_err(|e| format!("cannot build the agent: {e}"))
+            })
+        },
         signal: reload_rx,
     };
     let gateway = Gateway::new(config, store, agent, adapters).with_reloader(reloader);

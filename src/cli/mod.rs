@@ -173,24 +173,29 @@ fn load_config(path: Option<&std::path::Path>) -> Result<Config, crate::config::
 
 /// The provider, or one line telling the user how to configure one.
 fn provider(config: &Config) -> Result<Arc<dyn Provider>, ExitCode> {
+    build_provider(config).map_err(|(message, code)| {
+        eprintln!("hermes: {message}");
+        code
+    })
+}
+
+/// The configured model provider, or what is wrong and the exit code it deserves.
+pub(crate) fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, (String, ExitCode)> {
     if !config.llm.is_configured() {
-        eprintln!(
-            "hermes: no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another \
-             OpenAI-compatible service), or OPENAI_BASE_URL alone for a local server such as Ollama, \
-             or [llm] in {}",
-            config
-                .source
-                .clone()
-                .unwrap_or_else(|| config.home.join("config.toml"))
-                .display()
-        );
-        return Err(ExitCode::from(2));
+        return Err((
+            format!(
+                "no model provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another \
+                 OpenAI-compatible service), or OPENAI_BASE_URL alone for a local server such as Ollama, \
+                 or [llm] in {}",
+                config
+                    .source
+                    .clone()
+                    .unwrap_or_else(|| config.home.join("config.toml"))
+                    .display()
+            ),
+            ExitCode::from(2),
+        ));
     }
-    match crate::llm::build(config.llm.provider, &config.llm.settings()) {
-        Ok(p) => Ok(p),
-        Err(e) => {
-            eprintln!("hermes: {e}");
-            Err(ExitCode::FAILURE)
-        }
-    }
+    crate::llm::build(config.llm.provider, &config.llm.settings())
+        .map_err(|e| (e.to_string(), ExitCode::FAILURE))
 }

@@ -127,7 +127,7 @@ async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> Strin
 fn compress_later(shared: Arc<Shared>, msg: Message, key: SessionKey) {
     tokio::spawn(async move {
         let text = match shared.store.session_active(&key).await {
-            Ok(session) => match shared.agent.compress(session.id).await {
+            Ok(session) => match shared.agent().compress(session.id).await {
                 Ok(Some(done)) => format!(
                     "🗜 Done: {} earlier messages are now a summary; the first and the most recent ones are kept as they were.",
                     done.messages
@@ -170,7 +170,10 @@ async fn model(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
     }
     let current = session.model.unwrap_or_else(|| llm.model.clone());
     let others: Vec<&String> = choices.iter().filter(|m| **m != current).collect();
-    let mut out = format!("Model: {current} ({}).", shared.agent.provider().describe());
+    let mut out = format!(
+        "Model: {current} ({}).",
+        shared.agent().provider().describe()
+    );
     if others.is_empty() {
         out.push_str(" No other models are configured (llm.models).");
     } else {
@@ -304,10 +307,11 @@ async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
                 stats.usage.prompt_tokens,
                 stats.usage.completion_tokens
             ));
-            let model = session.model.as_deref().unwrap_or(shared.agent.model());
+            let agent = shared.agent();
+            let model = session.model.as_deref().unwrap_or(agent.model());
             out.push_str(&format!(
                 "Model: {model} ({})\n",
-                shared.agent.provider().describe()
+                agent.provider().describe()
             ));
         }
         Err(e) => out.push_str(&format!("(session unavailable: {e})\n")),

@@ -46,7 +46,7 @@ pub(crate) async fn ensure(shared: &Shared) -> Result<(), StoreError> {
             let (_, anchor, next) = match first_run(
                 &schedule,
                 &tz,
-                shared.agent.cron.clock.now_ms(),
+                shared.agent().cron.clock.now_ms(),
             ) {
                 Ok(r) => r,
                 Err(e) => {

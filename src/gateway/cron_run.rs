@@ -146,7 +146,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, job: CronJob, run_id: i64, schedul
             };
             let turn = tokio::time::timeout(
                 Duration::from_secs(job.timeout_secs),
-                shared.agent.run_turn(input),
+                shared.agent().run_turn(input),
             )
             .await;
             let outcome = match turn {

@@ -27,6 +27,10 @@ pub(crate) struct ChatInteraction {
     pub to: Message,
     pub key: SessionKey,
     pub control: TurnControl,
+    /// The turn's last inbox row: files sent by the turn are keyed by it and their number, so
+    /// a turn replayed after a crash does not send them twice.
+    pub turn: i64,
+    pub files_sent: std::sync::atomic::AtomicU32,
 }
 
 impl ChatInteraction {
@@ -172,5 +176,54 @@ impl Interaction for ChatInteraction {
     async fn notify(&self, text: &str) {
         let key = format!("note:{}:{}", self.key, hermes_adapter::now_millis());
         self.post(text.to_owned(), Vec::new(), key).await;
+    }
+
+    async fn send_file(&self, path: &std::path::Path, caption: &str) -> Result<String, String> {
+        let platform = self.to.platform;
+        let max = self
+            .shared
+            .adapter(platform)
+            .map_or(0, |a| a.max_upload_bytes());
+        if max == 0 {
+            return Err(format!(
+                "{} conversations cannot receive files from hermes yet; say where the file is instead",
+                platform.as_str()
+            ));
+        }
+        let n = self
+            .files_sent
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let key = format!("file:{}:{n}", self.turn);
+        let caption = caption.trim();
+        // A long caption goes out as a message of its own, before the file.
+        let mut rows = if caption.chars().count() > hermes_adapter::MAX_CAPTION_CHARS {
+            super::delivery::replies(&self.shared, &self.to, caption, &format!("{key}:text"))
+        } else {
+            Vec::new()
+        };
+        let home = self.shared.config().home.clone();
+        let (src, k) = (path.to_owned(), key.clone());
+        let file =
+            tokio::task::spawn_blocking(move || super::outgoing::stage(&home, &k, &src, max))
+                .await
+                .map_err(|e| format!("cannot stage the file: {e}"))??;
+        let mut out = hermes_adapter::Outbound::text(
+            self.to.chat.id.clone(),
+            if rows.is_empty() { caption } else { "" },
+            key,
+        );
+        out.thread = self.to.thread.clone();
+        let what = format!("{} ({}, {} bytes)", file.name, file.mime, file.size);
+        out.file = Some(file);
+        rows.push((platform, out));
+        self.shared
+            .store
+            .outbox_enqueue(rows)
+            .await
+            .map_err(|e| format!("cannot queue the file: {e}"))?;
+        self.shared.outbox_signal.notify_one();
+        tracing::info!(turn = self.turn, n, "queued a file for the user");
+        Ok(format!("sent {what} to the user"))
     }
 }

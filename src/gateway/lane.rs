@@ -187,6 +187,8 @@ async fn run_turn(
         to: last.clone(),
         key: lane.key.clone(),
         control: control.clone(),
+        turn: rows.last().map_or(0, |r| r.id),
+        files_sent: Default::default(),
     });
     let progress = start_progress_notes(shared, person.clone());
     let view = shared
@@ -216,7 +218,7 @@ async fn run_turn(
         }),
         late_notice: lane.outage.noticed.clone(),
     };
-    let result = shared.agent.run_turn(input).await;
+    let result = shared.agent().run_turn(input).await;
     for task in [typing, progress].into_iter().flatten() {
         task.abort();
     }
@@ -268,7 +270,7 @@ async fn run_turn(
         model: session
             .model
             .clone()
-            .unwrap_or_else(|| shared.agent.model().to_owned()),
+            .unwrap_or_else(|| shared.agent().model().to_owned()),
         outcome,
     };
     let commit = match outcome {
@@ -348,7 +350,8 @@ async fn open_session(
 ) -> Result<SessionRow, StoreError> {
     let session = shared.store.session_active(key).await?;
     let policy = shared.config().sessions.policy(key.platform, msg.chat.kind);
-    let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent.timezone) else {
+    let Some(reason) = resets::due(&policy, &session, now_millis(), &shared.agent().timezone)
+    else {
         return Ok(session);
     };
     if shared.store.session_stats(session.id).await?.messages == 0 {

@@ -1,5 +1,5 @@
-//! Housekeeping while the daemon runs: the delivery log (finished inbox and outbox rows) is
-//! pruned by age every hour, so the store stays bounded over months of uptime; and memory freed
+//! Housekeeping while the daemon runs: the delivery log (finished inbox and outbox rows, and the
+//! copies of files sent) is pruned by age every hour, so the store stays bounded over months of uptime; and memory freed
 //! by retired session lanes is handed back to the system after a burst of users.
 
 use std::sync::Arc;
@@ -78,6 +78,12 @@ async fn prune(shared: Arc<Shared>) {
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cannot prune the delivery log"),
+        }
+        let home = shared.config().home.clone();
+        let age = Duration::from_secs(u64::from(days) * 24 * 3600);
+        match tokio::task::spawn_blocking(move || super::outgoing::prune(&home, age)).await {
+            Ok(n) if n > 0 => tracing::info!(files = n, days, "removed sent files' copies"),
+            _ => {}
         }
     }
 }

@@ -24,6 +24,7 @@ mod lane;
 mod maintenance;
 mod notify;
 mod outbox_pump;
+mod outgoing;
 mod reload;
 mod resets;
 mod reviews;
@@ -62,7 +63,9 @@ pub(crate) struct Shared {
     /// The configuration in force; `SIGHUP` replaces it.
     config: RwLock<Arc<Config>>,
     pub store: Store,
-    pub agent: Agent,
+    /// The agent in force; a reload that changes its sections replaces it (running turns keep
+    /// the one they started with).
+    agent: RwLock<Arc<Agent>>,
     adapters: RwLock<HashMap<Platform, Arc<dyn Adapter>>>,
     pub health: Arc<HealthBoard>,
     authz: RwLock<Arc<Authorizer>>,
@@ -114,7 +117,7 @@ impl Gateway {
             reload_error: RwLock::new(None),
             config: RwLock::new(Arc::new(config)),
             store,
-            agent,
+            agent: RwLock::new(Arc::new(agent)),
             health: Arc::new(HealthBoard::default()),
             inbox_signal: Arc::new(Notify::new()),
             outbox_signal: Notify::new(),
@@ -231,6 +234,11 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The agent in force.
+    pub fn agent(&self) -> Arc<Agent> {
+        self.agent.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Who may talk to the agent, per the configuration in force.

@@ -2,8 +2,10 @@
 //! broken (the running configuration stays); otherwise allowlists and gateway settings apply at
 //! once, adapters whose settings changed restart, and the others keep running undisturbed.
 //!
-//! The agent (model provider, tools, policy matrix, memory, skills, cron) is built once at start;
-//! changes there are named in the log as taking effect at the next restart.
+//! When the model, an API key, tools, policy, memory or skills settings changed, a new agent is
+//! built from the new configuration (sharing the scheduler's clock) and serves every turn that
+//! starts afterwards; turns already running finish with the agent they began with. Only the cron
+//! section, the admin endpoint and the turn limit still need a restart, and are named in the log.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -12,10 +14,15 @@ use hermes_adapter::{Adapter, Platform};
 
 use super::supervisor::Supervisors;
 use super::{Authorizer, Shared, notify, status};
+use crate::agent::Agent;
 use crate::config::Config;
+use crate::cron::CronControl;
 
 /// Builds the adapters a configuration enables.
 pub type AdapterFactory = dyn Fn(&Config) -> Result<Vec<Arc<dyn Adapter>>, String> + Send + Sync;
+
+/// Builds the agent a configuration describes, on the running scheduler's clock.
+pub type AgentFactory = dyn Fn(&Config, CronControl) -> Result<Agent, String> + Send + Sync;
 
 /// How to load the configuration again and build the adapters it names.
 pub struct Reloader {
@@ -23,6 +30,8 @@ pub struct Reloader {
     pub load: Box<dyn Fn() -> Result<Config, String> + Send + Sync>,
     /// The adapters a configuration enables.
     pub adapters: Box<AdapterFactory>,
+    /// The agent a configuration describes.
+    pub agent: Box<AgentFactory>,
     /// One `()` per reload request.
     pub signal: tokio::sync::mpsc::Receiver<()>,
 }
@@ -37,10 +46,13 @@ pub(crate) async fn apply(
     tracing::info!("reloading the configuration");
     let outcome = match (reloader.load)() {
         Ok(new) => match (reloader.adapters)(&new) {
-            Ok(adapters) => {
-                swap(shared, new, adapters, supervisors).await;
-                None
-            }
+            Ok(adapters) => match new_agent(shared, reloader, &new) {
+                Ok(agent) => {
+                    swap(shared, new, adapters, agent, supervisors).await;
+                    None
+                }
+                Err(e) => Some(e),
+            },
             Err(e) => Some(e),
         },
         Err(e) => Some(e),
@@ -57,13 +69,32 @@ pub(crate) async fn apply(
     notify::ready(&status::report(shared).await.one_line());
 }
 
+/// A new agent when `new` changes what the agent is built from (`None` when nothing did).
+fn new_agent(
+    shared: &Shared,
+    reloader: &Reloader,
+    new: &Config,
+) -> Result<Option<(Agent, Vec<&'static str>)>, String> {
+    let changed = agent_changes(&shared.config(), new);
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let agent = (reloader.agent)(new, shared.agent().cron.clone())?;
+    Ok(Some((agent, changed)))
+}
+
 async fn swap(
     shared: &Arc<Shared>,
     new: Config,
     adapters: Vec<Arc<dyn Adapter>>,
+    agent: Option<(Agent, Vec<&'static str>)>,
     supervisors: &mut Supervisors,
 ) {
     let old = shared.config();
+    if let Some((agent, changed)) = agent {
+        *shared.agent.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(agent);
+        tracing::info!(sections = ?changed, model = %new.llm.model, "the agent was rebuilt; new turns use it");
+    }
     let later = restart_only_changes(&old, &new);
     if !later.is_empty() {
         tracing::warn!(sections = ?later, "these settings changed and take effect at the next restart");
@@ -103,52 +134,40 @@ async fn swap(
     tracing::info!(?restarted, ?kept, ?stopped, "configuration reloaded");
 }
 
-/// Sections the running agent and endpoints were built from, which a reload cannot change.
+/// Differences between two configurations in the parts named by `sections`.
+fn differing(old: &Config, new: &Config, sections: &[Section]) -> Vec<&'static str> {
+    sections
+        .iter()
+        .filter(|(_, part)| part(old) != part(new))
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// A configuration section by name, printed for comparison.
+type Section = (&'static str, fn(&Config) -> String);
+
+/// Sections the agent is built from. Secrets print redacted, so the keys are compared apart.
+fn agent_changes(old: &Config, new: &Config) -> Vec<&'static str> {
+    let sections: [Section; 7] = [
+        ("llm", |c| format!("{:?}", c.llm)),
+        ("agent", |c| format!("{:?}", c.agent)),
+        ("tools", |c| format!("{:?}", c.tools)),
+        ("policy", |c| format!("{:?}", c.policy)),
+        ("memory", |c| format!("{:?}", c.memory)),
+        ("skills", |c| format!("{:?}", c.skills)),
+        ("keys", |c| c.secrets().join("\u{0}")),
+    ];
+    differing(old, new, &sections)
+}
+
+/// Sections the scheduler and the endpoints were built from, which a reload cannot change.
 fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
-    let mut changed = Vec::new();
-    let mut check = |name: &'static str, a: String, b: String| {
-        if a != b {
-            changed.push(name);
-        }
-    };
-    // Secrets print redacted, so a changed key alone is not noticed here (it needs a restart
-    // like the rest of `llm`).
-    check("llm", format!("{:?}", old.llm), format!("{:?}", new.llm));
-    check(
-        "agent",
-        format!("{:?}", old.agent),
-        format!("{:?}", new.agent),
-    );
-    check(
-        "tools",
-        format!("{:?}", old.tools),
-        format!("{:?}", new.tools),
-    );
-    check(
-        "policy",
-        format!("{:?}", old.policy),
-        format!("{:?}", new.policy),
-    );
-    check(
-        "memory",
-        format!("{:?}", old.memory),
-        format!("{:?}", new.memory),
-    );
-    check(
-        "skills",
-        format!("{:?}", old.skills),
-        format!("{:?}", new.skills),
-    );
-    check("cron", format!("{:?}", old.cron), format!("{:?}", new.cron));
-    check(
-        "admin",
-        format!("{:?}", old.admin),
-        format!("{:?}", new.admin),
-    );
-    check(
-        "gateway.max_concurrent_turns",
-        old.gateway.max_concurrent_turns.to_string(),
-        new.gateway.max_concurrent_turns.to_string(),
-    );
-    changed
+    let sections: [Section; 3] = [
+        ("cron", |c| format!("{:?}", c.cron)),
+        ("admin", |c| format!("{:?}", c.admin)),
+        ("gateway.max_concurrent_turns", |c| {
+            c.gateway.max_concurrent_turns.to_string()
+        }),
+    ];
+    differing(old, new, &sections)
 }

@@ -21,7 +21,7 @@ pub(crate) async fn after_turn(
     first_reply: Option<String>,
 ) {
     let due = match shared
-        .agent
+        .agent()
         .reviews_due(session, tool_rounds, tools_called)
         .await
     {
@@ -41,7 +41,7 @@ pub(crate) async fn after_turn(
             let Ok(_permit) = shared.reviews.acquire().await else {
                 return;
             };
-            match shared.agent.review(&session, kind).await {
+            match shared.agent().review(&session, kind).await {
                 Ok((answer, usage)) => tracing::info!(
                     session = %session.key,
                     review = kind.as_str(),

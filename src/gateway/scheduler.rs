@@ -29,7 +29,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     if let Err(e) = super::cron_builtin::ensure(&shared).await {
         tracing::error!(error = %e, "cannot set up the built-in jobs");
     }
-    let control = shared.agent.cron.clone();
+    let control = shared.agent().cron.clone();
     loop {
         let wake = control.wake.notified();
         let now = control.clock.now_ms();

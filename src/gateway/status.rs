@@ -124,7 +124,7 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
         outbox_failed: outbox.failed,
         store_bytes,
         resident_bytes: crate::metrics::resident_bytes(),
-        model: shared.agent.model().to_owned(),
+        model: shared.agent().model().to_owned(),
         reload_error: shared.reload_error(),
     };
     refresh_gauges(metrics(), &report);

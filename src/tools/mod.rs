@@ -122,6 +122,7 @@ pub const TOOLSETS: &[(&str, &[&str])] = &[
             "patch_file",
             "search_files",
             "list_dir",
+            "send_file",
         ],
     ),
     ("terminal", &["terminal"]),

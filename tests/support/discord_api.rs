@@ -276,6 +276,30 @@ async fn create_message(
         Ok(id) => id,
         Err(r) => return r,
     };
+    // With files, the JSON travels as the `payload_json` part of a multipart form.
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let mut files = Vec::new();
+    let body = if ct.starts_with("multipart/form-data") {
+        let mut parts = serde_json::Map::new();
+        super::fake_http::parse_multipart(&ct, &body, &mut parts);
+        for (name, part) in &parts {
+            if name.starts_with("files[") {
+                let file_name = part["file_name"].as_str().unwrap_or_default().to_owned();
+                files.push((file_name, part["size"].as_u64().unwrap_or(0) as usize));
+            }
+        }
+        match parts.get("payload_json") {
+            Some(Value::String(p)) => Bytes::from(p.clone()),
+            Some(other) => Bytes::from(other.to_string()),
+            None => Bytes::new(),
+        }
+    } else {
+        body
+    };
     let Ok(req) = serde_json::from_slice::<Value>(&body) else {
         return error(400, 50109, "The request body contains invalid JSON.");
     };
@@ -285,7 +309,7 @@ async fn create_message(
             "errors": {"content": {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}}})))
             .into_response();
     }
-    if content.is_empty() {
+    if content.is_empty() && files.is_empty() {
         return error(400, 50006, "Cannot send an empty message");
     }
     let mut s = lock(&st);
@@ -305,6 +329,7 @@ async fn create_message(
         reference,
         components: msg["components"].clone(),
         allowed_mentions: req.get("allowed_mentions").cloned().unwrap_or(Value::Null),
+        files,
         at: Instant::now(),
     });
     s.messages.insert(id, msg.clone());
@@ -354,6 +379,7 @@ async fn edit_message(
         reference: None,
         components: msg["components"].clone(),
         allowed_mentions: Value::Null,
+        files: Vec::new(),
         at: Instant::now(),
     });
     axum::Json(msg).into_response()

@@ -48,6 +48,8 @@ pub struct SentMessage {
     pub reference: Option<u64>,
     pub components: Value,
     pub allowed_mentions: Value,
+    /// `(file name, size)` of each file uploaded with the message.
+    pub files: Vec<(String, usize)>,
     pub at: Instant,
 }
 

@@ -204,6 +204,15 @@ impl RecordedRequest {
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
     }
+    /// The content parts (text, images) of the last user message.
+    pub fn last_user_parts(&self) -> Vec<Value> {
+        let user = self
+            .messages()
+            .into_iter()
+            .rfind(|m| m["role"] == "user")
+            .expect("a user message");
+        user["content"].as_array().expect("content parts").clone()
+    }
     pub fn messages(&self) -> Vec<Value> {
         self.body["messages"]
             .as_array()
@@ -348,6 +357,18 @@ impl FakeLlm {
     pub fn set_default(&self, f: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) {
         self.inner.st().default = Arc::new(f);
     }
+    /// From now on the model answers "tool said: <the last tool result>", so the chat shows
+    /// what a tool call came to (approvals, denials).
+    pub fn echo_tool_results(&self) {
+        self.set_default(|req: &RecordedRequest| {
+            let last = req
+                .tool_results()
+                .last()
+                .map(|(_, text)| text.clone())
+                .unwrap_or_default();
+            Reply::text(format!("tool said: {last}"))
+        });
+    }
     /// Requires this key (`Authorization: Bearer` for OpenAI, `x-api-key` for Anthropic).
     pub fn set_api_key(&self, key: Option<&str>) {
         self.inner.st().api_key = key.map(str::to_string);
@@ -373,6 +394,17 @@ impl FakeLlm {
             (st.requests.len() >= n).then(|| st.requests.clone())
         };
         fake_http::wait_for(timeout, &what, check, || self.describe()).await
+    }
+
+    /// Waits until a request matching `pred` arrived (`what` names it on timeout).
+    pub async fn wait_request(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&RecordedRequest) -> bool,
+    ) -> RecordedRequest {
+        let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
+        fake_http::wait_for(timeout, what, check, || self.describe()).await
     }
 
     fn describe(&self) -> String {

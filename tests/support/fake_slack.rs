@@ -86,6 +86,7 @@ impl FakeSlack {
             .fallback(super::slack_api::handle)
             .with_state(web.clone());
         let port = fake_http::serve(app, "fake slack").await;
+        web.lock().unwrap_or_else(|e| e.into_inner()).http_port = port;
         let fake = FakeSlack {
             web,
             sock: Arc::default(),
@@ -129,6 +130,10 @@ impl FakeSlack {
 
     pub fn posted(&self) -> Vec<Posted> {
         self.web().posted.clone()
+    }
+    /// Files the bot shared.
+    pub fn shared_files(&self) -> Vec<super::slack_api::SharedFile> {
+        self.web().shared_files.clone()
     }
     pub fn updates(&self) -> Vec<Posted> {
         self.web().updates.clone()

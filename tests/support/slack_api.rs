@@ -41,6 +41,16 @@ pub struct Call {
     pub at: Instant,
 }
 
+/// A file the bot shared (files.getUploadURLExternal, the upload, files.completeUploadExternal).
+#[derive(Clone, Debug)]
+pub struct SharedFile {
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub name: String,
+    pub bytes: Vec<u8>,
+    pub comment: Option<String>,
+}
+
 /// A message the bot posted (or, in `updates`, an edit).
 #[derive(Clone, Debug)]
 pub struct Posted {
@@ -82,6 +92,11 @@ pub struct WebState {
     pub next_ticket: u64,
     /// Port of the Socket Mode websocket server.
     pub ws_port: u16,
+    /// Port of this HTTP server (upload URLs point at it).
+    pub http_port: u16,
+    /// Uploads by file id: the name asked for, and the bytes once uploaded.
+    pub uploads: HashMap<String, (String, Option<Vec<u8>>)>,
+    pub shared_files: Vec<SharedFile>,
 }
 
 pub type Shared = Arc<Mutex<WebState>>;
@@ -118,6 +133,16 @@ pub async fn handle(
             (Some(BOT_TOKEN), Some(bytes)) => bytes.clone().into_response(),
             (Some(BOT_TOKEN), None) => StatusCode::NOT_FOUND.into_response(),
             _ => StatusCode::FORBIDDEN.into_response(),
+        };
+    }
+    if let Some(id) = path.strip_prefix("/upload/") {
+        let mut st = lock(&st);
+        return match st.uploads.get_mut(id) {
+            Some((_, bytes)) => {
+                *bytes = Some(body.to_vec());
+                "OK - 1".into_response()
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
         };
     }
     let Some(method) = path.strip_prefix("/api/").map(str::to_owned) else {
@@ -205,6 +230,19 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
             Ok(r) => r,
             Err(code) => err(code),
         },
+        "files.getUploadURLExternal" => {
+            let name = p["filename"].as_str().unwrap_or_default().to_owned();
+            let length = p["length"].as_str().and_then(|l| l.parse::<u64>().ok());
+            if name.is_empty() || length.is_none_or(|l| l == 0) {
+                err("invalid_arguments")
+            } else {
+                let id = format!("F{:08}", s.uploads.len() + 1);
+                let url = format!("http://127.0.0.1:{}/upload/{id}", s.http_port);
+                s.uploads.insert(id.clone(), (name, None));
+                ok(json!({"upload_url": url, "file_id": id}))
+            }
+        }
+        "files.completeUploadExternal" => complete_upload(&mut s, p),
         "users.info" => {
             let id = p["user"].as_str().unwrap_or_default();
             match s.users.get(id) {
@@ -224,6 +262,38 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
         _ => err("unknown_method"),
     };
     (200, r)
+}
+
+/// `files.completeUploadExternal`: every file must have been uploaded; each is shared in the
+/// channel (and thread).
+fn complete_upload(s: &mut WebState, p: &Value) -> Response {
+    let files: Vec<Value> = match &p["files"] {
+        Value::String(text) => serde_json::from_str(text).unwrap_or_default(),
+        Value::Array(a) => a.clone(),
+        _ => Vec::new(),
+    };
+    let Some(channel) = p["channel_id"].as_str().map(str::to_owned) else {
+        return err("invalid_channel");
+    };
+    if files.is_empty() {
+        return err("invalid_arguments");
+    }
+    let mut done = Vec::new();
+    for f in &files {
+        let id = f["id"].as_str().unwrap_or_default();
+        let Some((name, Some(bytes))) = s.uploads.get(id).cloned() else {
+            return err("file_not_found");
+        };
+        s.shared_files.push(SharedFile {
+            channel: channel.clone(),
+            thread_ts: p["thread_ts"].as_str().map(str::to_owned),
+            name: name.clone(),
+            bytes,
+            comment: p["initial_comment"].as_str().map(str::to_owned),
+        });
+        done.push(json!({"id": id, "name": name, "title": f["title"]}));
+    }
+    ok(json!({ "files": done }))
 }
 
 /// `chat.postMessage` / `chat.update` with Slack's checks on text and blocks.

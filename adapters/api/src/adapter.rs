@@ -176,6 +176,11 @@ pub trait Adapter: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Largest file this adapter sends ([`crate::Outbound::file`]); 0 when it sends no files.
+    fn max_upload_bytes(&self) -> u64 {
+        0
+    }
+
     /// Download an attachment's bytes, refusing files over `max_bytes`.
     async fn fetch_attachment(
         &self,

@@ -23,7 +23,7 @@ pub use message::{
     Attachment, AttachmentKind, Chat, ChatId, ChatKind, Message, MessageId, Platform, ReplyRef,
     Sender, ThreadId, Trigger, UserId,
 };
-pub use outbound::{Button, Outbound};
+pub use outbound::{Button, MAX_CAPTION_CHARS, Outbound, OutboundFile};
 pub use session_key::{GroupSessions, ParseSessionKeyError, SessionKey, SessionScope};
 
 /// Milliseconds since the Unix epoch, the one timestamp unit that crosses this boundary.

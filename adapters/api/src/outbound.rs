@@ -1,5 +1,7 @@
 //! [`Outbound`]: one reply for an adapter to render and send.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::message::{ChatId, MessageId, ThreadId};
@@ -10,6 +12,28 @@ use crate::message::{ChatId, MessageId, ThreadId};
 pub struct Button {
     pub label: String,
     pub data: String,
+}
+
+/// A file to send: a copy the gateway made for the outbox (it stays until the row is pruned),
+/// so the agent may change or delete the original meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboundFile {
+    pub path: PathBuf,
+    /// The name the recipient sees.
+    pub name: String,
+    /// The media type guessed from the name and the first bytes.
+    pub mime: String,
+    pub size: u64,
+}
+
+impl OutboundFile {
+    /// Whether platforms should show it as a picture rather than a document.
+    pub fn is_image(&self) -> bool {
+        matches!(
+            self.mime.as_str(),
+            "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+        )
+    }
 }
 
 /// One message to send. The text is markdown as the agent wrote it and already fits the
@@ -33,7 +57,15 @@ pub struct Outbound {
     /// instead of sending a new one; if that fails, the message is sent new.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_of: Option<String>,
+    /// A file sent with this message, `text` being its caption (the core keeps captions under
+    /// [`MAX_CAPTION_CHARS`]). Only queued for adapters whose `max_upload_bytes` is not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<OutboundFile>,
 }
+
+/// Longest caption the core puts on a file (Telegram allows 1024 UTF-16 units; a longer caption
+/// goes out as its own message first).
+pub const MAX_CAPTION_CHARS: usize = 1000;
 
 impl Outbound {
     pub fn text(chat: ChatId, text: impl Into<String>, idempotency_key: impl Into<String>) -> Self {
@@ -45,6 +77,7 @@ impl Outbound {
             buttons: Vec::new(),
             idempotency_key: idempotency_key.into(),
             edit_of: None,
+            file: None,
         }
     }
 }

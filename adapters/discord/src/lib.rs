@@ -208,6 +208,10 @@ impl Adapter for DiscordAdapter {
         outbound::send(self, out).await
     }
 
+    fn max_upload_bytes(&self) -> u64 {
+        outbound::MAX_UPLOAD_BYTES
+    }
+
     async fn edit(&self, chat: &ChatId, id: &SentId, text: &str) -> Result<(), SendError> {
         outbound::edit(&self.rest, chat, id, text).await
     }

@@ -6,7 +6,8 @@
 
 use hermes_adapter::{ChatId, Outbound, SendError, SentId, ThreadId};
 use serde_json::{Value, json};
-use serenity::http::{LightMethod, Request, Route};
+use serenity::builder::CreateAttachment;
+use serenity::http::{LightMethod, Multipart, MultipartUpload, Request, Route};
 use serenity::model::channel::Message as DiscordMessage;
 use serenity::model::id::{ChannelId, InteractionId, MessageId};
 
@@ -26,6 +27,8 @@ const MAX_THREAD_NAME: usize = 100;
 const THREAD_ALREADY_CREATED: &str = "code 160004";
 /// Secondary (grey) button style.
 const BUTTON_STYLE: u8 = 2;
+/// Largest upload to a server without boosts (and to DMs).
+pub(crate) const MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
 
 fn snowflake(raw: &str, what: &str) -> Result<u64, SendError> {
     raw.parse::<u64>()
@@ -155,14 +158,31 @@ pub(crate) async fn send(a: &DiscordAdapter, out: &Outbound) -> Result<SentId, S
         ensure_thread(a, chat, t, &out.text).await?;
     }
     let target = thread.unwrap_or(chat);
-    let body = payload(out, target)?;
+    let mut body = payload(out, target)?;
     let req = Request::new(
         Route::ChannelMessages {
             channel_id: ChannelId::new(target),
         },
         LightMethod::Post,
-    )
-    .body(Some(body.to_string().into_bytes()));
+    );
+    let req = match &out.file {
+        // The file as `files[0]`, the message as `payload_json` naming it.
+        Some(f) => {
+            let bytes = tokio::fs::read(&f.path).await.map_err(|e| {
+                SendError::Permanent(format!("the file `{}` to send is gone: {e}", f.name))
+            })?;
+            body["attachments"] = json!([{"id": 0, "filename": f.name}]);
+            req.multipart(Some(Multipart {
+                upload: MultipartUpload::Attachments(vec![CreateAttachment::bytes(
+                    bytes,
+                    f.name.clone(),
+                )]),
+                fields: Vec::new(),
+                payload_json: Some(body.to_string()),
+            }))
+        }
+        None => req.body(Some(body.to_string().into_bytes())),
+    };
     let sent: DiscordMessage = a.rest.json(req).await?;
     Ok(SentId(if target == chat {
         sent.id.get().to_string()

@@ -193,6 +193,10 @@ impl Adapter for EmailAdapter {
         Ok(id)
     }
 
+    fn max_upload_bytes(&self) -> u64 {
+        outbound::MAX_ATTACHMENT_BYTES
+    }
+
     async fn fetch_attachment(
         &self,
         attachment: &Attachment,

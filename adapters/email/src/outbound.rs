@@ -3,7 +3,7 @@
 //! async SMTP transport; SMTP failures classified for the outbox.
 
 use hermes_adapter::{Outbound, SendError, SentId};
-use lettre::message::{Mailbox, MultiPart, SinglePart, header::ContentType};
+use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart, header::ContentType};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
@@ -88,8 +88,16 @@ pub fn new_message_id(from: &str) -> String {
     )
 }
 
-/// Compose the reply `out` as an RFC 5322 message.
-pub fn compose(s: &EmailSettings, out: &Outbound) -> Result<(lettre::Message, String), SendError> {
+/// Largest file attached to a reply: 20 MB grows to about 27 MB in base64, under the 25-35 MB
+/// most providers accept.
+pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
+
+/// Compose the reply `out` as an RFC 5322 message; `file` is the content of `out.file`.
+pub fn compose(
+    s: &EmailSettings,
+    out: &Outbound,
+    file: Option<Vec<u8>>,
+) -> Result<(lettre::Message, String), SendError> {
     let from: Mailbox = s
         .address
         .parse()
@@ -136,20 +144,30 @@ pub fn compose(s: &EmailSettings, out: &Outbound) -> Result<(lettre::Message, St
         None => b = b.subject(tag("Message from your hermes agent".to_owned())),
     }
     let html = markdown_to_html(&text);
-    let msg = b
-        .multipart(
-            MultiPart::alternative()
-                .singlepart(
-                    SinglePart::builder()
-                        .header(ContentType::TEXT_PLAIN)
-                        .body(text),
-                )
-                .singlepart(
-                    SinglePart::builder()
-                        .header(ContentType::TEXT_HTML)
-                        .body(html),
-                ),
+    let body = MultiPart::alternative()
+        .singlepart(
+            SinglePart::builder()
+                .header(ContentType::TEXT_PLAIN)
+                .body(text),
         )
+        .singlepart(
+            SinglePart::builder()
+                .header(ContentType::TEXT_HTML)
+                .body(html),
+        );
+    let body = match (&out.file, file) {
+        (Some(f), Some(bytes)) => {
+            let kind = ContentType::parse(&f.mime)
+                .or_else(|_| ContentType::parse("application/octet-stream"))
+                .map_err(|e| SendError::Permanent(format!("compose: {e}")))?;
+            MultiPart::mixed()
+                .multipart(body)
+                .singlepart(Attachment::new(f.name.clone()).body(bytes, kind))
+        }
+        _ => body,
+    };
+    let msg = b
+        .multipart(body)
         .map_err(|e| SendError::Permanent(format!("compose: {e}")))?;
     Ok((msg, id))
 }
@@ -160,7 +178,13 @@ pub async fn send(
     s: &EmailSettings,
     out: &Outbound,
 ) -> Result<(SentId, Vec<u8>), SendError> {
-    let (msg, id) = compose(s, out)?;
+    let file = match &out.file {
+        Some(f) => Some(tokio::fs::read(&f.path).await.map_err(|e| {
+            SendError::Permanent(format!("the file `{}` to send is gone: {e}", f.name))
+        })?),
+        None => None,
+    };
+    let (msg, id) = compose(s, out, file)?;
     let raw = msg.formatted();
     smtp.send(msg).await.map_err(classify)?;
     Ok((

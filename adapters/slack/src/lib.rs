@@ -197,6 +197,10 @@ impl Adapter for SlackAdapter {
         Ok(sent)
     }
 
+    fn max_upload_bytes(&self) -> u64 {
+        outbound::MAX_UPLOAD_BYTES
+    }
+
     async fn edit(&self, chat: &ChatId, id: &SentId, text: &str) -> Result<(), SendError> {
         outbound::edit(&self.web, chat.as_str(), &id.0, text).await
     }

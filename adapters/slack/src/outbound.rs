@@ -28,8 +28,24 @@ fn formatting_rejected(f: &Failure) -> bool {
     )
 }
 
+/// Largest file hermes uploads (Slack takes up to 1 GB; a chat is not a file store).
+pub(crate) const MAX_UPLOAD_BYTES: u64 = 100 * 1024 * 1024;
+
 /// Send one message: mrkdwn (and blocks, for buttons) first; plain text if Slack rejects that.
+/// A file is shared with the text as its comment.
 pub(crate) async fn send(web: &Web, out: &Outbound) -> Result<SentId, SendError> {
+    if let Some(f) = &out.file {
+        let bytes = tokio::fs::read(&f.path).await.map_err(|e| {
+            SendError::Permanent(format!("the file `{}` to send is gone: {e}", f.name))
+        })?;
+        let caption = Some(to_mrkdwn(&out.text)).filter(|c| !c.trim().is_empty());
+        let thread = out.thread.as_ref().map(|t| t.0.as_str());
+        return web
+            .upload(out.chat.as_str(), thread, &f.name, &f.mime, bytes, caption)
+            .await
+            .map(SentId)
+            .map_err(classify);
+    }
     let request = |content: SlackMessageContent| {
         let req = SlackApiChatPostMessageRequest::new(SlackChannelId(out.chat.0.clone()), content);
         match &out.thread {

@@ -87,6 +87,37 @@ impl Web {
         Ok(timed(session.chat_post_message(req)).await??.ts.0)
     }
 
+    /// Share a file in a channel (and thread): `files.getUploadURLExternal`, the upload, then
+    /// `files.completeUploadExternal` with the caption; returns the file's id.
+    pub async fn upload(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+        caption: Option<String>,
+    ) -> Result<String, Failure> {
+        let session = self.client.open_session(&self.token);
+        let ticket = timed(session.get_upload_url_external(
+            &SlackApiFilesGetUploadUrlExternalRequest::new(name.to_owned(), bytes.len()),
+        ))
+        .await??;
+        let upload = SlackApiFilesUploadViaUrlRequest::new(ticket.upload_url, bytes, mime.into());
+        tokio::time::timeout(DOWNLOAD_TIMEOUT, session.files_upload_via_url(&upload)).await??;
+        let file = SlackApiFilesComplete::new(ticket.file_id.clone()).with_title(name.to_owned());
+        let mut done = SlackApiFilesCompleteUploadExternalRequest::new(vec![file])
+            .with_channel_id(SlackChannelId(channel.to_owned()));
+        if let Some(t) = thread {
+            done = done.with_thread_ts(SlackTs(t.to_owned()));
+        }
+        if let Some(c) = caption {
+            done = done.with_initial_comment(c);
+        }
+        timed(session.files_complete_upload_external(&done)).await??;
+        Ok(ticket.file_id.0)
+    }
+
     /// `chat.update`.
     pub async fn update(&self, req: &SlackApiChatUpdateRequest) -> Result<(), Failure> {
         let session = self.client.open_session(&self.token);

@@ -255,6 +255,10 @@ impl Adapter for TelegramAdapter {
         outbound::send(&self.bot, out).await
     }
 
+    fn max_upload_bytes(&self) -> u64 {
+        outbound::MAX_UPLOAD_BYTES
+    }
+
     async fn edit(&self, chat: &ChatId, id: &SentId, text: &str) -> Result<(), SendError> {
         outbound::edit(&self.bot, chat.as_str(), &id.0, text).await
     }

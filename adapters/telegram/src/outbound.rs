@@ -2,20 +2,26 @@
 //! rejects the entities, threads, replies, inline keyboards, and errors classified for the
 //! outbox.
 
-use hermes_adapter::{Outbound, SendError, SentId};
+use hermes_adapter::{Outbound, OutboundFile, SendError, SentId};
 use teloxide::ApiError;
 use teloxide::RequestError;
-use teloxide::payloads::{EditMessageTextSetters, SendMessageSetters};
+use teloxide::payloads::{
+    EditMessageTextSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters,
+};
 use teloxide::prelude::Requester;
 use teloxide::types::{
-    ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ReplyParameters,
-    ThreadId,
+    ChatId, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode,
+    ReplyParameters, ThreadId,
 };
 
 use crate::format::to_telegram_html;
 
 /// Telegram limits callback data to 64 bytes.
 const MAX_CALLBACK_DATA: usize = 64;
+/// Largest file a bot may send (Bot API, multipart upload).
+pub(crate) const MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
+/// Largest picture sent as a photo; bigger ones go as documents.
+const MAX_PHOTO_BYTES: u64 = 10 * 1024 * 1024;
 
 pub(crate) fn chat_id(raw: &str) -> Result<ChatId, SendError> {
     raw.parse::<i64>()
@@ -67,6 +73,9 @@ pub(crate) async fn send(bot: &teloxide::Bot, out: &Outbound) -> Result<SentId, 
         .as_ref()
         .map(|r| message_id(r.as_str()))
         .transpose()?;
+    if let Some(file) = &out.file {
+        return send_file(bot, out, file, chat, thread, reply).await;
+    }
     let markup = keyboard(out)?;
     let attempt = |text: String, html: bool| {
         let mut req = bot.send_message(chat, text);
@@ -77,9 +86,7 @@ pub(crate) async fn send(bot: &teloxide::Bot, out: &Outbound) -> Result<SentId, 
             req = req.message_thread_id(ThreadId(t));
         }
         if let Some(r) = reply {
-            let mut params = ReplyParameters::new(r);
-            params.allow_sending_without_reply = Some(true);
-            req = req.reply_parameters(params);
+            req = req.reply_parameters(reply_to(r));
         }
         if let Some(m) = markup.clone() {
             req = req.reply_markup(m);
@@ -95,6 +102,74 @@ pub(crate) async fn send(bot: &teloxide::Bot, out: &Outbound) -> Result<SentId, 
         Err(RequestError::Api(ApiError::MessageIsTooLong)) => {
             tracing::warn!("rendered message too long for Telegram; sending as plain text");
             plain(attempt(out.text.clone(), false).await)
+        }
+        Err(e) => Err(classify(e)),
+    }
+}
+
+/// A reply to `id` that is still sent when that message was deleted meanwhile.
+fn reply_to(id: MessageId) -> ReplyParameters {
+    let mut params = ReplyParameters::new(id);
+    params.allow_sending_without_reply = Some(true);
+    params
+}
+
+/// Send a file with `out.text` as its caption: pictures as photos, the rest as documents; the
+/// caption in HTML first, as plain text if Telegram rejects it.
+async fn send_file(
+    bot: &teloxide::Bot,
+    out: &Outbound,
+    file: &OutboundFile,
+    chat: ChatId,
+    thread: Option<MessageId>,
+    reply: Option<MessageId>,
+) -> Result<SentId, SendError> {
+    if !file.path.is_file() {
+        return Err(SendError::Permanent(format!(
+            "the file `{}` to send is gone",
+            file.name
+        )));
+    }
+    let photo = file.is_image() && file.mime != "image/gif" && file.size <= MAX_PHOTO_BYTES;
+    let attempt = |html: bool| {
+        let input = InputFile::file(file.path.clone()).file_name(file.name.clone());
+        let caption = if html {
+            to_telegram_html(&out.text)
+        } else {
+            out.text.clone()
+        };
+        // The two requests have the same setters under different types.
+        macro_rules! common {
+            ($req:expr) => {{
+                let mut req = $req;
+                if !caption.trim().is_empty() {
+                    req = req.caption(caption);
+                    if html {
+                        req = req.parse_mode(ParseMode::Html);
+                    }
+                }
+                if let Some(t) = thread {
+                    req = req.message_thread_id(ThreadId(t));
+                }
+                if let Some(r) = reply {
+                    req = req.reply_parameters(reply_to(r));
+                }
+                req
+            }};
+        }
+        async move {
+            if photo {
+                common!(bot.send_photo(chat, input)).await
+            } else {
+                common!(bot.send_document(chat, input)).await
+            }
+        }
+    };
+    match attempt(true).await {
+        Ok(m) => Ok(SentId(m.id.0.to_string())),
+        Err(RequestError::Api(ApiError::CantParseEntities(reason))) => {
+            tracing::warn!(%reason, "Telegram rejected the caption's formatting; sending it plain");
+            plain(attempt(false).await)
         }
         Err(e) => Err(classify(e)),
     }

@@ -1,4 +1,5 @@
-//! The file tools: read, write, patch, search and list files inside one workspace directory.
+//! The file tools: read, write, patch, search and list files inside one workspace directory, and
+//! send one to the user.
 //!
 //! Every tool takes paths relative to the [`Workspace`] root and resolves them through
 //! [`Workspace::resolve`], which refuses anything that would leave the root (`..`, absolute paths
@@ -26,6 +27,7 @@ mod list_dir;
 mod patch_file;
 mod read_file;
 mod search_files;
+mod send_file;
 mod walk;
 mod workspace;
 mod write_file;
@@ -36,6 +38,7 @@ pub use list_dir::ListDir;
 pub use patch_file::PatchFile;
 pub use read_file::ReadFile;
 pub use search_files::SearchFiles;
+pub use send_file::SendFile;
 pub use workspace::{Intent, Workspace};
 pub use write_file::WriteFile;
 
@@ -47,6 +50,7 @@ pub fn file_tools(workspace: Arc<Workspace>) -> Vec<Arc<dyn Tool>> {
         Arc::new(ReadFile::new(workspace.clone())),
         Arc::new(ListDir::new(workspace.clone())),
         Arc::new(SearchFiles::new(workspace.clone())),
+        Arc::new(SendFile::new(workspace.clone())),
         Arc::new(WriteFile::new(workspace.clone())),
         Arc::new(PatchFile::new(workspace)),
     ]
@@ -68,6 +72,7 @@ mod tests {
                 "read_file",
                 "list_dir",
                 "search_files",
+                "send_file",
                 "write_file",
                 "patch_file"
             ]

@@ -1,0 +1,77 @@
+//! `send_file`: a workspace file sent to the user in their chat (a report, a chart, an
+//! archive), through the same durable outbox as every answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::disk::blocking;
+use super::{Intent, Workspace};
+use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
+
+/// Sends workspace files to the person in the conversation.
+pub struct SendFile {
+    spec: ToolSpec,
+    workspace: Arc<Workspace>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The file, relative to the workspace root, e.g. "reports/summary.pdf".
+    path: String,
+    /// A short text shown with the file (markdown). Optional.
+    #[serde(default)]
+    caption: Option<String>,
+}
+
+impl SendFile {
+    pub fn new(workspace: Arc<Workspace>) -> Self {
+        SendFile {
+            spec: ToolSpec {
+                name: "send_file",
+                description: "Send a file from the workspace to the user in this chat (pictures \
+                    show as pictures, anything else as a document), with an optional short \
+                    caption. Use it when the user asks for a file or when a result is better \
+                    as a file (a chart, a CSV, an archive) than as text. The file is copied \
+                    when you call this, so you may change or delete it afterwards. Each \
+                    platform caps the size (Telegram 50 MB, Discord 10 MB, email 20 MB). \
+                    Call it once per file.",
+                category: Category::Read,
+                parallel_safe: true,
+                parameters: schema_of::<Args>(),
+                timeout: Duration::from_secs(60),
+                max_output_chars: 1_000,
+            },
+            workspace,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for SendFile {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args: Args = parse_args(args)?;
+        let Some(person) = ctx.interaction.clone() else {
+            return Err(ToolError::Failed(
+                "nobody to send a file to here (a scheduled job or a subagent): save it in the \
+                 workspace and say where it is"
+                    .into(),
+            ));
+        };
+        let ws = self.workspace.clone();
+        let path = blocking(move || ws.resolve(&args.path, Intent::Read)).await?;
+        person
+            .send_file(&path, args.caption.as_deref().unwrap_or(""))
+            .await
+            .map_err(ToolError::Failed)
+    }
+}
