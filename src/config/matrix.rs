@@ -51,7 +51,7 @@ impl MatrixConfig {
         self.enabled
             && !self.homeserver.is_empty()
             && !self.user_id.is_empty()
-            && !(self.password.is_empty() && self.access_token.is_empty())
+            && (!self.password.is_empty() || !self.access_token.is_empty())
     }
 
     /// `MATRIX_*` variables over the file's values.
