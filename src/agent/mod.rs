@@ -53,6 +53,8 @@ pub struct Agent {
     pub(crate) cron: crate::cron::CronControl,
     /// Caps subagents running at once across the daemon.
     pub(crate) subagents: Semaphore,
+    /// Speech to text for voice messages, when configured.
+    pub(crate) transcriber: Option<crate::llm::Transcriber>,
 }
 
 impl Agent {
@@ -96,6 +98,11 @@ impl Agent {
             matrix: PolicyMatrix::with_overrides(&config.policy.matrix, &config.policy.tools),
             memory: config.memory_files(),
             subagents: Semaphore::new(config.tools.max_concurrent_subagents.max(1)),
+            transcriber: config.transcription().and_then(|endpoint| {
+                crate::llm::Transcriber::new(endpoint)
+                    .inspect_err(|e| tracing::warn!("voice messages will not be transcribed: {e}"))
+                    .ok()
+            }),
             fallbacks: model_call::fallbacks(config),
             cron: crate::cron::CronControl::default(),
             config: Arc::new(config.clone()),

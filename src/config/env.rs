@@ -11,6 +11,9 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
         config.llm.base_url = v.trim().trim_end_matches('/').to_owned();
         config.llm.base_url_explicit = true;
     }
+    if let Some(v) = env.var("TRANSCRIPTION_API_KEY") {
+        config.transcription.api_key = Secret::new(v.trim());
+    }
     if let Some(v) = env.var("HERMES_MODEL") {
         config.llm.model = v.trim().to_owned();
     }

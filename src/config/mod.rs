@@ -16,6 +16,7 @@ mod secret;
 mod service;
 mod sessions;
 mod slack;
+mod transcription;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ pub use secret::Secret;
 pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use slack::SlackConfig;
+pub use transcription::{TranscriptionConfig, TranscriptionEndpoint};
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -49,6 +51,7 @@ pub struct Config {
     #[serde(skip)]
     pub source: Option<PathBuf>,
     pub llm: LlmConfig,
+    pub transcription: TranscriptionConfig,
     pub agent: AgentConfig,
     pub gateway: GatewayConfig,
     pub tools: ToolsConfig,
@@ -339,6 +342,7 @@ impl Config {
     pub fn secrets(&self) -> Vec<&str> {
         let mut all = vec![
             self.llm.api_key.expose(),
+            self.transcription.api_key.expose(),
             self.telegram.bot_token.expose(),
             self.discord.bot_token.expose(),
             self.slack.bot_token.expose(),

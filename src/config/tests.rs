@@ -152,6 +152,7 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     );
     assert_eq!(parsed.admin, defaults.admin);
     assert_eq!(parsed.retention, defaults.retention);
+    assert_eq!(parsed.transcription, defaults.transcription);
     assert_eq!(
         parsed.gateway.outage_patience_minutes,
         defaults.gateway.outage_patience_minutes

@@ -48,6 +48,48 @@ pub async fn images(
     out
 }
 
+/// Voice and audio attachments of a message (at most a few), each as its transcript.
+pub async fn transcripts(
+    shared: &Shared,
+    transcriber: &crate::llm::Transcriber,
+    msg: &Message,
+) -> Vec<(hermes_adapter::Attachment, Result<String, String>)> {
+    let Some(adapter) = shared.adapter(msg.platform) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for a in msg
+        .attachments
+        .iter()
+        .filter(|a| is_audio(a))
+        .take(MAX_RECORDINGS)
+    {
+        let name = a.name.clone().unwrap_or_else(|| "voice.ogg".to_owned());
+        let mime = a.mime.clone().unwrap_or_else(|| "audio/ogg".to_owned());
+        let result = match adapter.fetch_attachment(a, transcriber.max_bytes()).await {
+            Ok(bytes) => transcriber.transcribe(bytes, &name, &mime).await,
+            Err(hermes_adapter::SendError::TooLong) => Err(format!(
+                "longer than the {} MB the transcription takes",
+                transcriber.max_bytes() / 1024 / 1024
+            )),
+            Err(e) => Err(format!("cannot download it: {e}")),
+        };
+        out.push((a.clone(), result));
+    }
+    out
+}
+
+/// Recordings per message transcribed.
+const MAX_RECORDINGS: usize = 3;
+
+/// Whether an attachment is a recording (a voice note or an audio file).
+pub fn is_audio(a: &hermes_adapter::Attachment) -> bool {
+    matches!(
+        a.kind,
+        hermes_adapter::AttachmentKind::Voice | hermes_adapter::AttachmentKind::Audio
+    ) || a.mime.as_deref().is_some_and(|m| m.starts_with("audio/"))
+}
+
 /// The image type from its first bytes.
 pub(crate) fn sniff(bytes: &[u8]) -> Option<&'static str> {
     Some(match bytes {

@@ -381,7 +381,27 @@ async fn new_messages(shared: &Shared, rows: &[InboxRow]) -> Vec<NewMessage> {
             None => user_content(&row.message),
         };
         let mut images = Vec::new();
-        if !row.message.attachments.is_empty() && !shared.config().llm.vision {
+        let transcriber = shared.agent().transcriber.clone();
+        if let Some(t) = &transcriber {
+            for (attachment, result) in delivery::transcripts(shared, t, &row.message).await {
+                let name = attachment.name.as_deref().unwrap_or("voice message");
+                match result {
+                    Ok(said) if said.is_empty() => {
+                        text.push_str(&format!("\n[\"{name}\": no speech recognised]"))
+                    }
+                    Ok(said) => text.push_str(&format!("\n[\"{name}\", transcribed: {said}]")),
+                    Err(e) => {
+                        text.push_str(&format!("\n[\"{name}\" could not be transcribed: {e}]"))
+                    }
+                }
+            }
+        }
+        let unopened = row
+            .message
+            .attachments
+            .iter()
+            .any(|a| !(transcriber.is_some() && delivery::is_audio(a)));
+        if unopened && !shared.config().llm.vision {
             text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
         }
         if shared.config().llm.vision {

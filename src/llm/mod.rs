@@ -9,6 +9,7 @@ mod http;
 mod openai;
 mod retry;
 mod sse;
+mod transcribe;
 mod types;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 
 pub use anthropic::AnthropicProvider;
 pub use openai::OpenAiProvider;
+pub use transcribe::Transcriber;
 
 pub use retry::{RetryPolicy, call_with_retry, complete_with_retry};
 pub use types::{

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State as AxState};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::response::Response;
-use serde_json::Value;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::fake_http::{self, ConnCtl};
@@ -281,6 +281,18 @@ pub(super) struct St {
     max_in_flight: usize,
     api_key: Option<String>,
     pub(super) cache_prefixes: HashSet<String>,
+    transcriptions: Vec<Transcription>,
+    /// What `/audio/transcriptions` answers: the text, or an HTTP status.
+    transcript: Result<String, u16>,
+}
+
+/// One call of `POST /v1/audio/transcriptions`.
+#[derive(Clone, Debug)]
+pub struct Transcription {
+    pub model: String,
+    pub file_name: String,
+    pub size: usize,
+    pub authorization: Option<String>,
 }
 
 pub(super) struct Inner {
@@ -325,6 +337,8 @@ impl FakeLlm {
             max_in_flight: 0,
             api_key: None,
             cache_prefixes: HashSet::new(),
+            transcriptions: Vec::new(),
+            transcript: Ok("hello from a voice note".into()),
         };
         let inner = Arc::new(Inner {
             st: Mutex::new(st),
@@ -334,6 +348,15 @@ impl FakeLlm {
         let app = Router::new().fallback(handle).with_state(inner.clone());
         let port = fake_http::serve(app, "fake llm").await;
         FakeLlm { inner, port }
+    }
+
+    /// What speech-to-text answers from now on: the transcript, or an HTTP error status.
+    pub fn set_transcript(&self, transcript: Result<&str, u16>) {
+        self.inner.st().transcript = transcript.map(str::to_owned);
+    }
+    /// Every speech-to-text call so far.
+    pub fn transcriptions(&self) -> Vec<Transcription> {
+        self.inner.st().transcriptions.clone()
     }
 
     /// `http://127.0.0.1:PORT/v1` (OpenAI-style base URL).
@@ -442,6 +465,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let path = uri.path().trim_end_matches('/').to_string();
+    if method == Method::POST && path == "/v1/audio/transcriptions" {
+        return transcribe(&inner, &headers, &body);
+    }
     let api = match (method.as_str(), path.as_str()) {
         ("POST", "/v1/chat/completions") => Api::OpenAi,
         ("POST", "/v1/messages") => Api::Anthropic,
@@ -508,4 +534,35 @@ async fn handle(
         tokio::time::sleep(d).await;
     }
     llm_wire::render(&inner, api, &req, &reply, &conn)
+}
+
+/// `POST /v1/audio/transcriptions`: a multipart form with the recording as `file`.
+fn transcribe(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut form = serde_json::Map::new();
+    fake_http::parse_multipart(ct, body, &mut form);
+    let mut st = inner.st();
+    st.transcriptions.push(Transcription {
+        model: form["model"].as_str().unwrap_or_default().to_owned(),
+        file_name: form["file"]["file_name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        size: form["file"]["size"].as_u64().unwrap_or(0) as usize,
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    });
+    match st.transcript.clone() {
+        Ok(text) => axum::Json(json!({ "text": text })).into_response(),
+        Err(status) => (
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            axum::Json(json!({"error": {"message": "the fake cannot hear anything"}})),
+        )
+            .into_response(),
+    }
 }
