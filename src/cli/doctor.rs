@@ -89,6 +89,19 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
+            "matrix: {}",
+            if c.matrix.is_active() {
+                format!(
+                    "on, {} on {}, {} allowed user(s)",
+                    c.matrix.user_id,
+                    c.matrix.homeserver,
+                    c.matrix.allowed_users.len()
+                )
+            } else {
+                "off (set MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_PASSWORD)".to_owned()
+            }
+        ),
+        format!(
             "access: {}",
             if c.gateway.allow_all_users {
                 "everyone (allow_all_users = true)".to_owned()
@@ -161,7 +174,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => r.fail(
             "platforms",
-            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN or EMAIL_ADDRESS with EMAIL_IMAP_HOST)",
+            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN, EMAIL_ADDRESS with EMAIL_IMAP_HOST or MATRIX_HOMESERVER with MATRIX_USER_ID)",
         ),
         Ok(adapters) => {
             for a in adapters {

@@ -62,7 +62,51 @@ pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String>
             "EMAIL_IMAP_HOST is set but this hermes was built without the `email` feature".into(),
         );
     }
+    if config.matrix.is_active() {
+        #[cfg(feature = "matrix")]
+        adapters.push(Arc::new(matrix_adapter(config)?));
+        #[cfg(not(feature = "matrix"))]
+        return Err(
+            "MATRIX_HOMESERVER is set but this hermes was built without the `matrix` feature"
+                .into(),
+        );
+    }
     Ok(adapters)
+}
+
+#[cfg(feature = "matrix")]
+fn matrix_adapter(config: &Config) -> Result<hermes_matrix::MatrixAdapter, String> {
+    use hermes_matrix::{Credentials, MatrixAdapter, MatrixSettings};
+    let c = &config.matrix;
+    let credentials = if c.password.is_empty() {
+        Credentials::AccessToken(c.access_token.expose().to_owned())
+    } else {
+        Credentials::Password(c.password.expose().to_owned())
+    };
+    // Invites are accepted from the people the bot serves: the Matrix allowlist and the global
+    // one's Matrix ids (`matrix:@a:b` or a bare `@a:b`).
+    let allowed_inviters = if config.gateway.allow_all_users {
+        vec!["*".into()]
+    } else {
+        let global = config.gateway.allowed_users.iter().filter_map(|e| {
+            let e = e.trim();
+            let e = e.strip_prefix("matrix:").unwrap_or(e);
+            e.starts_with('@').then(|| e.to_owned())
+        });
+        c.allowed_users.iter().cloned().chain(global).collect()
+    };
+    Ok(MatrixAdapter::new(MatrixSettings {
+        homeserver: c
+            .homeserver
+            .parse()
+            .map_err(|e| format!("matrix.homeserver: {e}"))?,
+        user_id: c.user_id.clone(),
+        credentials,
+        allowed_inviters,
+        state_dir: config.home.join("matrix"),
+        sync_timeout: std::time::Duration::from_secs(c.sync_timeout_secs),
+        device_name: c.device_name.clone(),
+    }))
 }
 
 #[cfg(feature = "email")]
@@ -176,7 +220,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET) or EMAIL_ADDRESS with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST, or the [telegram] / [discord] / [slack] / [email] section of the config file"
+                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), EMAIL_ADDRESS with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST, or MATRIX_HOMESERVER with MATRIX_USER_ID and MATRIX_PASSWORD, or the [telegram] / [discord] / [slack] / [email] / [matrix] section of the config file"
             );
             return ExitCode::from(2);
         }

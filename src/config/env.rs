@@ -45,6 +45,7 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     config.discord.overlay(env)?;
     slack(config, env);
     config.email.overlay(env)?;
+    config.matrix.overlay(env);
     if config.llm.provider == super::ProviderKind::Anthropic {
         if config.llm.api_key.is_empty()
             && let Some(v) = env.var("ANTHROPIC_API_KEY")

@@ -11,6 +11,7 @@ mod email;
 mod env;
 mod error;
 mod llm;
+mod matrix;
 mod secret;
 mod service;
 mod sessions;
@@ -32,6 +33,7 @@ pub use discord::DiscordConfig;
 pub use email::EmailConfig;
 pub use error::ConfigError;
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
+pub use matrix::MatrixConfig;
 pub use secret::Secret;
 pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
@@ -62,6 +64,7 @@ pub struct Config {
     pub discord: DiscordConfig,
     pub slack: SlackConfig,
     pub email: EmailConfig,
+    pub matrix: MatrixConfig,
     pub admin: AdminConfig,
     pub retention: RetentionConfig,
 }
@@ -348,6 +351,8 @@ impl Config {
             self.email.password.expose(),
             self.email.imap_password.expose(),
             self.email.smtp_password.expose(),
+            self.matrix.password.expose(),
+            self.matrix.access_token.expose(),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         all
@@ -371,6 +376,7 @@ impl Config {
             }
             Platform::Discord => self.discord.hash_settings(&mut h),
             Platform::Email => self.email.hash_settings(&mut h),
+            Platform::Matrix => self.matrix.hash_settings(&mut h),
             Platform::Slack => {
                 let s = &self.slack;
                 (s.enabled, s.bot_token.expose(), s.app_token.expose()).hash(&mut h);

@@ -174,6 +174,11 @@ fn the_example_file_is_valid_and_matches_the_defaults() {
     );
     assert_eq!(parsed.email.poll_secs, defaults.email.poll_secs);
     assert_eq!(parsed.email.force_poll, defaults.email.force_poll);
+    assert_eq!(parsed.matrix.device_name, defaults.matrix.device_name);
+    assert_eq!(
+        parsed.matrix.sync_timeout_secs,
+        defaults.matrix.sync_timeout_secs
+    );
     assert_eq!(
         parsed.slack.socket_idle_secs,
         defaults.slack.socket_idle_secs

@@ -140,6 +140,7 @@ impl Config {
         check_http_url(&self.discord.api_url).or_else(|p| bad("discord.api_url", p))?;
         self.discord.validate(file)?;
         self.email.validate(file)?;
+        self.matrix.validate(file)?;
         if self.telegram.poll_timeout_secs > 50 {
             return bad(
                 "telegram.poll_timeout_secs",

@@ -52,6 +52,10 @@ impl Authorizer {
                 .map(|a| a.to_ascii_lowercase())
                 .collect(),
         );
+        per_platform.insert(
+            Platform::Matrix,
+            config.matrix.allowed_users.iter().cloned().collect(),
+        );
         Authorizer {
             allow_all: config.gateway.allow_all_users,
             global,

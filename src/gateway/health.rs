@@ -71,6 +71,13 @@ impl HealthBoard {
         }
     }
 
+    /// Record a problem that is not an outage (shown as the last error, state unchanged).
+    pub fn note(&self, platform: Platform, note: String) {
+        if let Some(mut h) = self.adapters.get_mut(&platform) {
+            h.last_error = Some(note);
+        }
+    }
+
     /// Time since the last sign of life (or since the listener started, if none yet).
     pub fn silence(&self, platform: Platform) -> Option<Duration> {
         self.adapters

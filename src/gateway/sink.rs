@@ -64,6 +64,10 @@ impl InboundSink for AdapterSink {
         self.health.heartbeat(self.platform);
     }
 
+    fn attention(&self, note: &str) {
+        self.health.note(self.platform, note.to_owned());
+    }
+
     fn disconnected(&self, reason: &str) {
         self.health.set_state(
             self.platform,

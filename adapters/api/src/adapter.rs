@@ -142,6 +142,10 @@ pub trait InboundSink: Send + Sync {
     /// websocket that resumes on its own), so `run` keeps going. Health shows the outage until
     /// the next [`heartbeat`](Self::heartbeat).
     fn disconnected(&self, _reason: &str) {}
+
+    /// The listener works but something needs attention (Matrix messages waiting for their
+    /// encryption keys); shown with the adapter's health without counting as an outage.
+    fn attention(&self, _note: &str) {}
 }
 
 /// A messaging platform.

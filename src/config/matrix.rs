@@ -1,0 +1,211 @@
+//! The `[matrix]` section: the bot's Matrix account, its homeserver, and who may talk to it.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{ConfigError, EnvSource, Secret};
+
+/// The Matrix adapter. It runs when enabled with a homeserver, a user id and a password or an
+/// access token. The login (device id and token) is kept in `$HERMES_HOME/matrix`, so the bot
+/// stays one device, with one set of encryption keys, across restarts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MatrixConfig {
+    /// Off switch.
+    pub enabled: bool,
+    /// Client-server API base URL (`https://matrix.example.org`). Env: `MATRIX_HOMESERVER`.
+    pub homeserver: String,
+    /// The bot's full user id (`@hermes:example.org`). Env: `MATRIX_USER_ID`.
+    pub user_id: String,
+    /// Password, used once to log in (the session is saved). Env: `MATRIX_PASSWORD`.
+    pub password: Secret,
+    /// An access token from an earlier login instead of a password. Env: `MATRIX_ACCESS_TOKEN`.
+    pub access_token: Secret,
+    /// Full user ids (`@alice:example.org`) allowed to talk to the bot and to invite it to
+    /// rooms. Env: `MATRIX_ALLOWED_USERS` (comma-separated).
+    pub allowed_users: Vec<String>,
+    /// The device name users see in their device lists.
+    pub device_name: String,
+    /// Long-poll timeout of one `/sync`, in seconds.
+    pub sync_timeout_secs: u64,
+}
+
+impl Default for MatrixConfig {
+    fn default() -> Self {
+        MatrixConfig {
+            enabled: true,
+            homeserver: String::new(),
+            user_id: String::new(),
+            password: Secret::default(),
+            access_token: Secret::default(),
+            allowed_users: Vec::new(),
+            device_name: "hermes".into(),
+            sync_timeout_secs: 30,
+        }
+    }
+}
+
+impl MatrixConfig {
+    pub fn is_active(&self) -> bool {
+        self.enabled
+            && !self.homeserver.is_empty()
+            && !self.user_id.is_empty()
+            && (!self.password.is_empty() || !self.access_token.is_empty())
+    }
+
+    /// `MATRIX_*` variables over the file's values.
+    pub(super) fn overlay(&mut self, env: &dyn EnvSource) {
+        let text = |name: &str| env.var(name).map(|v| v.trim().to_owned());
+        if let Some(v) = text("MATRIX_HOMESERVER") {
+            self.homeserver = v.trim_end_matches('/').to_owned();
+        }
+        if let Some(v) = text("MATRIX_USER_ID") {
+            self.user_id = v;
+        }
+        if let Some(v) = text("MATRIX_PASSWORD") {
+            self.password = Secret::new(v);
+        }
+        if let Some(v) = text("MATRIX_ACCESS_TOKEN") {
+            self.access_token = Secret::new(v);
+        }
+        if let Some(v) = text("MATRIX_ALLOWED_USERS") {
+            self.allowed_users = v
+                .split([',', ' ', '\n'])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+    }
+
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        if !self.homeserver.is_empty()
+            && !matches!(
+                url::Url::parse(&self.homeserver),
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some()
+            )
+        {
+            return bad(
+                "matrix.homeserver",
+                format!(
+                    "`{}` is not an http(s) URL (for example \"https://matrix.example.org\")",
+                    self.homeserver
+                ),
+            );
+        }
+        if !self.user_id.is_empty() && !is_user_id(&self.user_id) {
+            return bad(
+                "matrix.user_id",
+                format!(
+                    "`{}` is not a full Matrix user id (like \"@hermes:example.org\")",
+                    self.user_id
+                ),
+            );
+        }
+        if let Some(id) = self.allowed_users.iter().find(|id| !is_user_id(id)) {
+            return bad(
+                "matrix.allowed_users",
+                format!("`{id}` is not a full Matrix user id (like \"@alice:example.org\")"),
+            );
+        }
+        if self.enabled
+            && !self.homeserver.is_empty()
+            && self.password.is_empty()
+            && self.access_token.is_empty()
+        {
+            return bad(
+                "matrix.password",
+                "a homeserver is set but no way to log in: set MATRIX_PASSWORD or MATRIX_ACCESS_TOKEN".into(),
+            );
+        }
+        if self.sync_timeout_secs == 0 || self.sync_timeout_secs > 120 {
+            return bad(
+                "matrix.sync_timeout_secs",
+                "must be between 1 and 120".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Feed the settings the adapter is built from to `h` (reloads restart it when they change).
+    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        (self.enabled, &self.homeserver, &self.user_id).hash(h);
+        (self.password.expose(), self.access_token.expose()).hash(h);
+        (
+            &self.allowed_users,
+            &self.device_name,
+            self.sync_timeout_secs,
+        )
+            .hash(h);
+    }
+}
+
+/// `@localpart:server`.
+fn is_user_id(id: &str) -> bool {
+    id.strip_prefix('@')
+        .and_then(|rest| rest.split_once(':'))
+        .is_some_and(|(local, server)| !local.is_empty() && !server.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrix_comes_from_the_environment() {
+        let env = [
+            ("MATRIX_HOMESERVER", "https://matrix.example.org/"),
+            ("MATRIX_USER_ID", "@hermes:example.org"),
+            ("MATRIX_PASSWORD", "pw"),
+            (
+                "MATRIX_ALLOWED_USERS",
+                "@alice:example.org, @bob:example.org",
+            ),
+        ];
+        let mut c = MatrixConfig::default();
+        assert!(!c.is_active());
+        c.overlay(&env);
+        c.validate(None).unwrap();
+        assert!(c.is_active());
+        assert_eq!(c.homeserver, "https://matrix.example.org");
+        assert_eq!(c.allowed_users.len(), 2);
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let mut c = MatrixConfig {
+            homeserver: "matrix.example.org".into(),
+            ..MatrixConfig::default()
+        };
+        let e = c.validate(None).unwrap_err().to_string();
+        assert!(e.contains("matrix.homeserver"), "{e}");
+        c.homeserver = "https://m.example.org".into();
+        c.password = Secret::new("pw");
+        c.user_id = "hermes".into();
+        assert!(
+            c.validate(None)
+                .unwrap_err()
+                .to_string()
+                .contains("matrix.user_id")
+        );
+        c.user_id = "@hermes:example.org".into();
+        c.allowed_users = vec!["alice".into()];
+        assert!(
+            c.validate(None)
+                .unwrap_err()
+                .to_string()
+                .contains("matrix.allowed_users")
+        );
+        c.allowed_users.clear();
+        c.password = Secret::default();
+        assert!(
+            c.validate(None)
+                .unwrap_err()
+                .to_string()
+                .contains("MATRIX_PASSWORD")
+        );
+    }
+}

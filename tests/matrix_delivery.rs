@@ -1,0 +1,171 @@
+//! Matrix delivery guarantees through the real binary against a real Synapse: a daemon killed
+//! (SIGKILL) and started again answers every message exactly once, including those sent while
+//! it was down; a daemon whose homeserver restarts recovers and keeps serving; the bot stays one
+//! device across restarts.
+//!
+//! Needs Synapse: run `.ci/synapse` first (`.ci/run` does it). The homeserver-restart test starts
+//! its own private Synapse (same script, another port and data directory), so restarting it does
+//! not disturb tests running in parallel.
+
+// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
+#![recursion_limit = "256"]
+
+#[path = "support/matrix_world.rs"]
+mod matrix_world;
+mod support;
+
+use std::time::Duration;
+
+use matrix_world::{MatrixWorld, Synapse};
+use support::fake_llm::{Gate, Reply};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
+    let mut mw = MatrixWorld::new("").await;
+    let mut daemon = mw.start().await;
+    let alice = mw.person(&mw.alice).await;
+    let room = alice.create_dm(&mw.bot, true).await;
+    alice.wait_joined(&room, &mw.bot, WAIT).await;
+    alice.say(&room, "one").await;
+    alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let device = std::fs::read_to_string(mw.w.home.path().join("matrix/session.json")).unwrap();
+
+    daemon.kill();
+    alice.say(&room, "two, while you were away").await;
+    alice.say(&room, "three, still away").await;
+    let _daemon = mw.start().await;
+    // Both messages reach the model (the core may take them in one turn: they arrive together).
+    let deadline = std::time::Instant::now() + WAIT;
+    let seen_by_model = |text: &str| {
+        mw.w.llm
+            .requests()
+            .iter()
+            .any(|r| r.messages().iter().any(|m| m.to_string().contains(text)))
+    };
+    while !(seen_by_model("two, while you were away") && seen_by_model("three, still away")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "skipped; logs:\n{}",
+            mw.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A sentinel: once it is answered, nothing else is coming.
+    alice.say(&room, "sentinel").await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while !alice
+        .seen_from(&room, &mw.bot)
+        .iter()
+        .any(|a| a.body().contains("echo: sentinel"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no answer to the sentinel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // One answer per turn, none doubled, the sentinel last.
+    let answers = alice.seen_from(&room, &mw.bot);
+    let turns = mw.w.llm.requests().len();
+    assert_eq!(answers.len(), turns, "{answers:?}");
+    assert!((3..=4).contains(&turns), "{answers:?}");
+    assert!(answers.last().unwrap().body().contains("sentinel"));
+    let mut bodies: Vec<&str> = answers.iter().map(|a| a.body()).collect();
+    bodies.dedup();
+    assert_eq!(
+        bodies.len(),
+        answers.len(),
+        "an answer was sent twice: {answers:?}"
+    );
+    // The same device (and keys) after the restart: no second login.
+    let after = std::fs::read_to_string(mw.w.home.path().join("matrix/session.json")).unwrap();
+    assert_eq!(device, after);
+    assert_eq!(mw.logs().matches("matrix: new login").count(), 1);
+    assert_eq!(mw.logs().matches("matrix: session restored").count(), 1);
+    let devices = alice
+        .client
+        .encryption()
+        .get_user_devices(&mw.bot)
+        .await
+        .unwrap();
+    assert_eq!(devices.devices().count(), 1, "the bot made a new device");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_storing_before_answering_answers_exactly_once_after_restart() {
+    let mut mw = MatrixWorld::new("").await;
+    let hang = Gate::new();
+    mw.w.llm
+        .push(Reply::text("never delivered").after(hang.clone()));
+    let mut daemon = mw.start().await;
+    let alice = mw.person(&mw.alice).await;
+    let room = alice.create_dm(&mw.bot, false).await;
+    alice.wait_joined(&room, &mw.bot, WAIT).await;
+    alice.say(&room, "remember me").await;
+    // The model call proves the message was stored and its turn started.
+    mw.w.llm.wait_requests(1, WAIT).await;
+    daemon.kill();
+    hang.open();
+    assert!(alice.seen_from(&room, &mw.bot).is_empty());
+
+    let _daemon = mw.start().await;
+    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    assert!(
+        answers[0].body().contains("echo: remember me"),
+        "{answers:?}"
+    );
+    alice.say(&room, "sentinel").await;
+    alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(alice.seen_from(&room, &mw.bot).len(), 2);
+}
+
+/// A free port on 127.0.0.1 for a private Synapse.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_homeserver_restart_is_survived() {
+    let shared = Synapse::get();
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let synapse = Synapse::start_private(&shared.script, data.path(), port);
+    struct Stop(Synapse);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.stop_private();
+        }
+    }
+    let _stop = Stop(synapse.clone());
+    let mut mw = MatrixWorld::on(synapse.clone(), "").await;
+    let _daemon = mw.start().await;
+    let alice = mw.person(&mw.alice).await;
+    let room = alice.create_dm(&mw.bot, false).await;
+    alice.wait_joined(&room, &mw.bot, WAIT).await;
+    alice.say(&room, "before the restart").await;
+    alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+
+    let before = mw.connected_count();
+    synapse.stop_private();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Synapse::start_private(&shared.script, data.path(), port);
+    mw.wait_connected(before, Duration::from_secs(60)).await;
+    assert!(
+        mw.logs().contains("matrix: sync failed"),
+        "the outage went unnoticed"
+    );
+    alice.say(&room, "after the restart").await;
+    let answers = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    assert!(
+        answers[1].body().contains("after the restart"),
+        "{answers:?}"
+    );
+}
