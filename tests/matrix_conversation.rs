@@ -214,3 +214,48 @@ async fn an_invite_from_someone_not_allowed_is_ignored() {
     assert_eq!(asked.len(), 1);
     assert!(!asked[0].last_user_text().unwrap().contains("let me in"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_agent_sends_arrives_encrypted_and_readable() {
+    use matrix_sdk::ruma::events::room::message::MessageType;
+    let mut mw = MatrixWorld::new("").await;
+    let ws = mw.w.home.path().join("workspace");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("report.csv"), "month,total\nmay,42\n").unwrap();
+    mw.w.llm.push(support::fake_llm::Reply::tool_call(
+        "send_file",
+        serde_json::json!({"path": "report.csv", "caption": "the **numbers**"}),
+    ));
+    mw.w.llm.push(support::fake_llm::Reply::text("Here it is."));
+    let _d = mw.start().await;
+    let alice = mw.person(&mw.alice).await;
+    let room = alice.create_dm(&mw.bot, true).await;
+    alice.wait_joined(&room, &mw.bot, WAIT).await;
+    let room = alice.client.get_room(room.room_id()).unwrap();
+    alice.say(&room, "the report please").await;
+    let seen = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    let file = seen
+        .iter()
+        .find(|s| s.content["msgtype"] == "m.file")
+        .unwrap_or_else(|| panic!("no file among {seen:?}"));
+    assert_eq!(file.content["filename"], "report.csv", "{:?}", file.content);
+    assert_eq!(file.content["body"], "the **numbers**");
+    assert!(
+        file.content.get("file").is_some(),
+        "an encrypted room gets an encrypted upload: {:?}",
+        file.content
+    );
+    let content: RoomMessageEventContent = serde_json::from_value(file.content.clone()).unwrap();
+    let MessageType::File(f) = content.msgtype else {
+        panic!("not a file: {:?}", file.content);
+    };
+    let bytes = alice
+        .client
+        .media()
+        .get_file(&f, false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(bytes, b"month,total\nmay,42\n");
+    assert!(seen.iter().any(|s| s.body() == "Here it is."), "{seen:?}");
+}

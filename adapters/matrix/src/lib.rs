@@ -179,15 +179,22 @@ impl Adapter for MatrixAdapter {
                 return Ok(SentId(id.clone()));
             }
         }
-        let content = outbound::content(out);
         // The idempotency key as transaction id: the homeserver drops a retried send it has.
         let txn: matrix_sdk::ruma::OwnedTransactionId = out.idempotency_key.as_str().into();
+        if let Some(file) = &out.file {
+            return outbound::send_file(&room, out, file, txn).await.map(SentId);
+        }
+        let content = outbound::content(out);
         let r = room
             .send(content)
             .with_transaction_id(txn)
             .await
             .map_err(|e| outbound::classify(&e))?;
         Ok(SentId(r.response.event_id.to_string()))
+    }
+
+    fn max_upload_bytes(&self) -> u64 {
+        outbound::MAX_UPLOAD_BYTES
     }
 
     async fn edit(&self, chat: &ChatId, id: &SentId, text: &str) -> Result<(), SendError> {

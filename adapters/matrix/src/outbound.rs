@@ -1,6 +1,8 @@
 //! [`Outbound`] -> a Matrix `m.room.message`: HTML `formatted_body` with the plain `body`, a reply
 //! relation to the message answered, the `m.thread` relation when the answer belongs in a thread,
-//! and `m.replace` edits for streamed previews. matrix-sdk errors are classified as [`SendError`]s.
+//! and `m.replace` edits for streamed previews; files as `m.image`/`m.file` uploads (encrypted in
+//! encrypted rooms by matrix-sdk) with the text as caption. matrix-sdk errors are classified as
+//! [`SendError`]s.
 
 use std::time::Duration;
 
@@ -34,6 +36,49 @@ pub fn content(out: &Outbound) -> RoomMessageEventContent {
         (None, None) => None,
     };
     content
+}
+
+/// Largest file hermes uploads (Synapse's default `max_upload_size` is 50 MB).
+pub const MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Upload `out.file` to `room` and send it, in the thread of `out` when it has one.
+pub async fn send_file(
+    room: &matrix_sdk::Room,
+    out: &Outbound,
+    file: &hermes_adapter::OutboundFile,
+    txn: matrix_sdk::ruma::OwnedTransactionId,
+) -> Result<String, SendError> {
+    use matrix_sdk::attachment::AttachmentConfig;
+    use matrix_sdk::room::reply::{EnforceThread, Reply as SdkReply};
+    use matrix_sdk::ruma::events::room::message::{
+        AddMentions, ReplyWithinThread, TextMessageEventContent,
+    };
+
+    let bytes = tokio::fs::read(&file.path).await.map_err(|e| {
+        SendError::Permanent(format!("the file `{}` to send is gone: {e}", file.name))
+    })?;
+    let mime: mime::Mime = file.mime.parse().unwrap_or(mime::APPLICATION_OCTET_STREAM);
+    let mut config = AttachmentConfig::new().txn_id(txn);
+    if !out.text.trim().is_empty() {
+        let (plain, html) = format::render(&out.text);
+        config = config.caption(Some(TextMessageEventContent::html(plain, html)));
+    }
+    let root = out
+        .thread
+        .as_ref()
+        .and_then(|id| OwnedEventId::try_from(id.as_str()).ok());
+    if let Some(root) = root {
+        config = config.reply(Some(SdkReply {
+            event_id: root,
+            enforce_thread: EnforceThread::Threaded(ReplyWithinThread::No),
+            add_mentions: AddMentions::No,
+        }));
+    }
+    let sent = room
+        .send_attachment(file.name.clone(), &mime, bytes, config)
+        .await
+        .map_err(|e| classify(&e))?;
+    Ok(sent.event_id.to_string())
 }
 
 /// The content that replaces the text of the bot's message `id` (an `m.replace` edit).
