@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod conversation;
 pub mod cron;
 pub mod gateway;
 pub mod llm;

@@ -10,7 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::llm::{LlmError, Usage};
+use crate::conversation::Usage;
 
 /// Label of per-platform series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -196,15 +196,7 @@ impl Metrics {
     }
 
     /// Count a model call that failed for good.
-    pub fn record_llm_error(&self, err: &LlmError) {
-        let kind = match err {
-            LlmError::RateLimited { .. } => "rate_limited",
-            LlmError::Unavailable(_) => "unavailable",
-            LlmError::Timeout => "timeout",
-            LlmError::Unauthorized(_) => "unauthorized",
-            LlmError::Rejected(_) => "rejected",
-            LlmError::Malformed(_) => "malformed",
-        };
+    pub fn record_llm_error(&self, kind: &'static str) {
         self.llm_errors.get_or_create(&KindLabel { kind }).inc();
     }
 

@@ -63,7 +63,9 @@ async fn in_process() -> InProcess {
         wake: Default::default(),
     };
     let store = Store::open_in_memory().unwrap();
-    let provider = Arc::new(OpenAiProvider::new(&config.llm.settings()).unwrap());
+    let provider = Arc::new(
+        OpenAiProvider::new(&hermes::llm::ProviderSettings::from_config(&config.llm)).unwrap(),
+    );
     let agent = Agent::with_cron(&config, provider, store.clone(), control.clone()).unwrap();
     let adapter = Arc::new(TelegramAdapter::new(TelegramSettings {
         token: TOKEN.into(),

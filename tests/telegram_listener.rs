@@ -32,7 +32,9 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     let store = Store::open_in_memory().unwrap();
     let agent = Agent::new(
         &config,
-        Arc::new(OpenAiProvider::new(&config.llm.settings()).unwrap()),
+        Arc::new(
+            OpenAiProvider::new(&hermes::llm::ProviderSettings::from_config(&config.llm)).unwrap(),
+        ),
         store.clone(),
     )
     .unwrap();

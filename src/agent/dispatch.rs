@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use futures_util::future::join_all;
 use serde_json::Value;
 
-use super::interaction::ConfirmRequest;
 use super::run::Run;
 use crate::llm::{ChatMessage, ToolCall, Usage};
 use crate::policy::Decision;
+use crate::tools::ConfirmRequest;
 
 /// A call after the policy check: allowed, or refused with the reason the model will read.
 struct Planned<'c> {

@@ -9,14 +9,15 @@
 
 mod compress;
 mod dispatch;
-mod interaction;
 mod model_call;
+mod outcome;
 pub mod permissions;
 mod prompt;
 mod review;
 mod run;
 pub mod snapshots;
 pub(crate) mod subagent;
+mod toolbox;
 mod turn;
 
 use std::sync::Arc;
@@ -24,18 +25,19 @@ use std::sync::Arc;
 use jiff::tz::TimeZone;
 use tokio::sync::Semaphore;
 
+pub use crate::tools::{ConfirmRequest, Interaction};
 pub use compress::{Compressed, estimate_tokens};
-pub use interaction::{ConfirmRequest, Interaction};
+pub use outcome::{TurnControl, TurnOutcome, TurnReport};
 pub use permissions::Permissions;
 pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};
 pub use review::{NOTHING_TO_SAVE, ReviewKind};
-pub use turn::{NewMessage, TurnControl, TurnInput, TurnOutcome, TurnReport};
+pub use turn::{NewMessage, TurnInput};
 
 use crate::config::Config;
 use crate::llm::{Provider, RetryPolicy};
 use crate::policy::PolicyMatrix;
 use crate::store::Store;
-use crate::tools::{self, ToolRegistry};
+use crate::tools::ToolRegistry;
 
 /// Everything a turn needs that does not change between turns.
 pub struct Agent {
@@ -75,7 +77,7 @@ impl Agent {
         store: Store,
         cron: crate::cron::CronControl,
     ) -> std::io::Result<Agent> {
-        let tools = tools::builtin(config, &store, &cron)?;
+        let tools = toolbox::builtin(config, &store, &cron)?;
         let mut agent = Self::with_tools(config, provider, store, tools);
         agent.cron = cron;
         Ok(agent)
@@ -96,7 +98,7 @@ impl Agent {
             .unwrap_or_else(TimeZone::system);
         Agent {
             matrix: PolicyMatrix::with_overrides(&config.policy.matrix, &config.policy.tools),
-            memory: config.memory_files(),
+            memory: crate::memory::MemoryFiles::from_config(config),
             subagents: Semaphore::new(config.tools.max_concurrent_subagents.max(1)),
             transcriber: config.transcription().and_then(|endpoint| {
                 crate::llm::Transcriber::new(endpoint)

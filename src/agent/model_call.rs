@@ -61,7 +61,7 @@ impl Agent {
         let m = crate::metrics::metrics();
         match &result {
             Ok(r) => m.record_usage(&r.usage),
-            Err(e) => m.record_llm_error(e),
+            Err(e) => m.record_llm_error(e.kind()),
         }
         result
     }

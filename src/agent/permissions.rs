@@ -10,15 +10,10 @@ use std::collections::BTreeSet;
 use hermes_adapter::{SessionKey, UserId};
 
 use crate::policy::{Answer, Level};
-use crate::store::{Result, Store};
+use crate::store::{Result, Store, key_scope};
 
 const LEVEL: &str = "permission_level";
 const GRANTS: &str = "grants";
-
-/// Scope of a session key's settings.
-pub fn key_scope(key: &SessionKey) -> String {
-    format!("session:{key}")
-}
 
 /// The level set for `key` with `/permissions`, if any.
 pub async fn stored_level(store: &Store, key: &SessionKey) -> Result<Option<Level>> {

@@ -5,9 +5,9 @@
 
 use super::Agent;
 use super::compress::transcript;
+use super::outcome::{TurnControl, TurnOutcome};
 use super::permissions::Permissions;
 use super::run::Run;
-use super::turn::{TurnControl, TurnOutcome};
 use crate::llm::{ChatMessage, Usage};
 use crate::store::{SessionRow, StoreError};
 use crate::tools::ToolContext;

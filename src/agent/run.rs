@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::outcome::{TurnControl, TurnOutcome, TurnReport};
 use super::prompt::repair_history;
-use super::turn::{TurnControl, TurnOutcome, TurnReport};
 use super::{Agent, Interaction, Permissions};
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -5,8 +5,8 @@
 use hermes_adapter::SessionKey;
 
 use super::Agent;
-use super::permissions::key_scope;
 use crate::skills::{Availability, SkillLibrary, SkillSources};
+use crate::store::key_scope;
 use crate::store::{SessionRow, Store, StoreError};
 
 /// The skills a session key is restricted to (`/skills only …`), if any.
@@ -75,8 +75,11 @@ impl Agent {
         let sources = SkillSources::for_home(&self.config.home);
         let index = tokio::task::spawn_blocking(move || {
             let library = SkillLibrary::load(&sources);
-            let ctx =
-                Availability::new(platform, crate::tools::tools_in(&toolsets), toolsets.iter());
+            let ctx = Availability::new(
+                platform,
+                crate::config::tools_in(&toolsets),
+                toolsets.iter(),
+            );
             let mut available = library.available(&ctx);
             if let Some(only) = &only {
                 available.retain(|s| only.contains(&s.name));

@@ -2,30 +2,13 @@
 //! summary as the tool result. Subagents have no person to ask (their confirmations are
 //! denied), cannot start subagents themselves, and at most a configured number run at once.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
-
 use super::Agent;
+use super::outcome::TurnOutcome;
 use super::permissions::Permissions;
 use super::run::Run;
-use super::turn::TurnOutcome;
+use crate::config::tools_in;
 use crate::llm::{ChatMessage, ToolCall, Usage};
-use crate::tools::{ToolContext, tools_in};
-
-/// Arguments of `delegate_task`.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DelegateArgs {
-    /// The task, complete and self-contained: the subagent sees nothing of this conversation.
-    pub task: String,
-    /// Facts, file paths or constraints the subagent needs.
-    #[serde(default)]
-    pub context: Option<String>,
-    /// Restrict the subagent to these toolsets (default: the same tools as you, minus
-    /// delegation and questions to the user).
-    #[serde(default)]
-    pub toolsets: Option<Vec<String>>,
-}
+use crate::tools::{DelegateArgs, ToolContext};
 
 const SUBAGENT_PROMPT: &str = "You are a focused subagent of Hermes, an AI assistant. You were given one task. \
 Work on it with your tools, then answer with a concise summary of what you found or did: results, \

@@ -197,7 +197,7 @@ impl Fixture {
         let key = SessionKey::direct(Platform::Telegram, "7");
         let session = self.agent.store.session_active(&key).await.unwrap();
         let mut enabled = vec!["look", "shell", "edit"];
-        enabled.extend(crate::tools::tools_in(
+        enabled.extend(crate::config::tools_in(
             self.agent.config.toolsets(Platform::Telegram),
         ));
         let mut run = run::Run {

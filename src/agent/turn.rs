@@ -3,24 +3,14 @@
 use std::sync::Arc;
 
 use hermes_adapter::UserId;
-use tokio_util::sync::CancellationToken;
 
+use super::outcome::{TurnControl, TurnReport};
 use super::prompt::{Setting, repair_history, system_prompt_with};
 use super::run::Run;
 use super::{Agent, Interaction, Permissions};
-use crate::llm::{ChatMessage, LlmError, Usage};
+use crate::llm::{ChatMessage, Usage};
 use crate::store::{SessionRow, StoreError};
-use crate::tools::{self, ToolContext};
-
-/// How a turn can be stopped from outside.
-#[derive(Debug, Clone, Default)]
-pub struct TurnControl {
-    /// A newer message arrived: stop at the next safe point (an in-flight model call is
-    /// abandoned; a running tool finishes; a pending confirmation is denied).
-    pub interrupt: CancellationToken,
-    /// `/stop` or shutdown: stop now, cancelling running tools too.
-    pub stop: CancellationToken,
-}
+use crate::tools::ToolContext;
 
 /// What to run a turn on.
 pub struct TurnInput<'a> {
@@ -55,32 +45,6 @@ pub struct NewMessage {
     pub images: Vec<crate::llm::Image>,
 }
 
-/// How a turn ended.
-#[derive(Debug)]
-pub enum TurnOutcome {
-    /// The model answered.
-    Answered(String),
-    /// Stopped at a safe point by an interrupt or `/stop`.
-    Cancelled,
-    /// A budget (iterations, tokens, time) ran out; the text says which.
-    BudgetExhausted(String),
-    /// The provider failed after retries.
-    Failed(LlmError),
-}
-
-/// The outcome with what it cost.
-#[derive(Debug)]
-pub struct TurnReport {
-    pub outcome: TurnOutcome,
-    pub usage: Usage,
-    /// Model calls made (subagents' included).
-    pub iterations: u32,
-    /// Model responses that asked for tools (this run's own, not its subagents').
-    pub tool_rounds: u32,
-    /// Names of the tools this run called, in order, repeated as called.
-    pub tools_called: Vec<String>,
-}
-
 impl Agent {
     /// Run one turn. Store failures abort it (the inbox rows stay queued and are retried).
     pub async fn run_turn(&self, input: TurnInput<'_>) -> Result<TurnReport, StoreError> {
@@ -95,7 +59,7 @@ impl Agent {
         }
         let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
-        let mut enabled = tools::tools_in(self.config.toolsets(platform));
+        let mut enabled = crate::config::tools_in(self.config.toolsets(platform));
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }

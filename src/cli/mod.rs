@@ -196,6 +196,9 @@ pub(crate) fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, (Stri
             ExitCode::from(2),
         ));
     }
-    crate::llm::build(config.llm.provider, &config.llm.settings())
-        .map_err(|e| (e.to_string(), ExitCode::FAILURE))
+    crate::llm::build(
+        config.llm.provider,
+        &crate::llm::ProviderSettings::from_config(&config.llm),
+    )
+    .map_err(|e| (e.to_string(), ExitCode::FAILURE))
 }

@@ -123,14 +123,4 @@ impl LlmConfig {
     pub fn is_configured(&self) -> bool {
         !self.api_key.is_empty() || self.base_url_explicit
     }
-
-    /// Connection settings of the main provider.
-    pub fn settings(&self) -> crate::llm::ProviderSettings {
-        crate::llm::ProviderSettings {
-            base_url: self.base_url.clone(),
-            api_key: self.api_key.clone(),
-            timeout: std::time::Duration::from_secs(self.request_timeout_secs),
-            max_concurrent_requests: self.max_concurrent_requests,
-        }
-    }
 }

@@ -16,6 +16,7 @@ mod secret;
 mod service;
 mod sessions;
 mod slack;
+mod toolsets;
 mod transcription;
 mod validate;
 
@@ -26,8 +27,7 @@ use std::collections::HashMap;
 use hermes_adapter::{GroupSessions, Platform};
 use serde::Deserialize;
 
-use crate::policy::{Decision, Level};
-use crate::tools::Category;
+use crate::policy::{Category, Decision, Level};
 
 pub use discord::DiscordConfig;
 pub use email::EmailConfig;
@@ -38,6 +38,7 @@ pub use secret::Secret;
 pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use slack::SlackConfig;
+pub use toolsets::{TOOLSETS, is_builtin, tools_in};
 pub use transcription::{TranscriptionConfig, TranscriptionEndpoint};
 
 /// Everything the daemon needs to know, after the file and the environment were merged.
@@ -142,7 +143,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         ToolsConfig {
             workspace: None,
-            toolsets: crate::tools::TOOLSETS
+            toolsets: TOOLSETS
                 .iter()
                 .map(|(name, _)| (*name).to_owned())
                 .collect(),
@@ -463,17 +464,6 @@ impl Config {
     /// Path of the SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.home.join("hermes.db")
-    }
-
-    /// The memory files, under `$HERMES_HOME/memory`.
-    pub fn memory_files(&self) -> crate::memory::MemoryFiles {
-        crate::memory::MemoryFiles::new(
-            self.home.join("memory"),
-            crate::memory::MemoryLimits {
-                memory_chars: self.memory.memory_chars,
-                user_chars: self.memory.user_chars,
-            },
-        )
     }
 
     /// The directory file and terminal tools are confined to.

@@ -78,7 +78,7 @@ impl Config {
                 );
             }
         }
-        let known = |set: &String| crate::tools::TOOLSETS.iter().any(|(name, _)| name == set);
+        let known = |set: &String| super::TOOLSETS.iter().any(|(name, _)| name == set);
         let sets = self
             .tools
             .toolsets
@@ -89,18 +89,13 @@ impl Config {
                 .map(move |s| (format!("tools.platforms.{p}"), s))
         });
         if let Some((key, set)) = sets.chain(per_platform).find(|(_, s)| !known(s)) {
-            let names: Vec<&str> = crate::tools::TOOLSETS.iter().map(|(n, _)| *n).collect();
+            let names: Vec<&str> = super::TOOLSETS.iter().map(|(n, _)| *n).collect();
             return bad(
                 &key,
                 format!("unknown toolset `{set}` (known: {})", names.join(", ")),
             );
         }
-        if let Some(tool) = self
-            .policy
-            .tools
-            .keys()
-            .find(|t| !crate::tools::is_builtin(t))
-        {
+        if let Some(tool) = self.policy.tools.keys().find(|t| !super::is_builtin(t)) {
             return bad("policy.tools", format!("unknown tool `{tool}`"));
         }
         if self.policy.approval_timeout_secs == 0 {

@@ -6,69 +6,70 @@
 //! adapter <─send── outbox pump <── outbox <──────── commit (answer + replies + inbox done)
 //! ```
 //!
+//! The folders follow the flow: `intake/` (sink, router, authorization, commands), `lanes/`
+//! (session pool, lane, turn, and what a turn sees and shows), `outbound/` (replies, chunking,
+//! outbox pump); beside it `adapters/` (supervision, health), `cron/` (scheduled runs) and `ops/`
+//! (admin endpoint, status, systemd, housekeeping, reload). This file holds the hub they share:
+//! [`Shared`], with what is in force ([`InForce`]) swapped whole by a reload.
+//!
 //! Tasks: one supervisor per adapter, the router, one lane per active session (created on
 //! demand, dropped when idle), and the outbox pump. Shutdown stops intake first, lets running
 //! turns finish within the grace period, flushes due replies, and leaves everything else stored
 //! for the next start.
 
-mod admin;
-mod authz;
-pub mod chunk;
-mod commands;
-mod cron_builtin;
-mod cron_run;
-mod delivery;
-mod health;
-mod interaction;
-mod lane;
-mod maintenance;
-mod notify;
-mod outbox_pump;
-mod outgoing;
-mod reload;
-mod resets;
-mod reviews;
-mod router;
-mod scheduler;
-mod session_pool;
-mod sink;
-mod skills_chat;
-mod status;
-mod stream_view;
-mod supervisor;
+mod adapters;
+mod cron;
+mod intake;
+mod lanes;
+mod ops;
+mod outbound;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use hermes_adapter::{Adapter, Platform};
+use hermes_adapter::{Adapter, InboundSink, Platform};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-pub use admin::addr_file as admin_addr_file;
-pub use authz::Authorizer;
-pub use health::{AdapterHealth, HealthBoard, ListenerState};
-pub use reload::Reloader;
-pub use status::{AdapterStatus, StatusReport};
-pub use supervisor::SupervisorPolicy;
+pub use adapters::health::{AdapterHealth, HealthBoard, ListenerState};
+pub use adapters::supervisor::SupervisorPolicy;
+pub use intake::authz::Authorizer;
+pub use ops::admin::addr_file as admin_addr_file;
+pub use ops::reload::Reloader;
+pub use ops::status::{AdapterStatus, StatusReport};
+pub use outbound::chunk;
 
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::policy::{ApprovalBook, Book};
 use crate::store::Store;
-use session_pool::SessionPool;
+use lanes::pool::SessionPool;
+
+/// What is in force now: the configuration, the agent built from it and who may talk to it.
+/// A reload replaces all three at once; a turn takes one snapshot at its start and keeps it, so
+/// it never sees two configurations.
+pub(crate) struct InForce {
+    pub config: Arc<Config>,
+    pub agent: Arc<Agent>,
+    pub authz: Arc<Authorizer>,
+}
+
+/// An answer to a `clarify` question: typed, or a choice button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    Text(String),
+    Choice(usize),
+}
 
 /// State shared by the gateway's tasks.
 pub(crate) struct Shared {
-    /// The configuration in force; `SIGHUP` replaces it.
-    config: RwLock<Arc<Config>>,
+    /// The configuration, agent and allowlists in force; `SIGHUP` replaces them together
+    /// (running turns keep the snapshot they started with).
+    in_force: RwLock<Arc<InForce>>,
     pub store: Store,
-    /// The agent in force; a reload that changes its sections replaces it (running turns keep
-    /// the one they started with).
-    agent: RwLock<Arc<Agent>>,
     adapters: RwLock<HashMap<Platform, Arc<dyn Adapter>>>,
     pub health: Arc<HealthBoard>,
-    authz: RwLock<Arc<Authorizer>>,
     /// Why the last reload was refused (cleared by a successful one).
     reload_error: RwLock<Option<String>>,
     pub inbox_signal: Arc<Notify>,
@@ -77,7 +78,7 @@ pub(crate) struct Shared {
     /// Confirmations waiting for a user's answer.
     pub approvals: ApprovalBook,
     /// `clarify` questions waiting for a user's answer.
-    pub questions: Book<interaction::Reply>,
+    pub questions: Book<Reply>,
     /// Bounds background reviews running at once.
     pub reviews: tokio::sync::Semaphore,
     pub started: Instant,
@@ -110,21 +111,23 @@ impl Gateway {
             }
         }
         let pool = SessionPool::new(config.gateway.max_concurrent_turns);
-        notify::status("starting");
+        ops::notify::status("starting");
         let shared = Arc::new(Shared {
             adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
-            authz: RwLock::new(Arc::new(authz)),
+            in_force: RwLock::new(Arc::new(InForce {
+                config: Arc::new(config),
+                agent: Arc::new(agent),
+                authz: Arc::new(authz),
+            })),
             reload_error: RwLock::new(None),
-            config: RwLock::new(Arc::new(config)),
             store,
-            agent: RwLock::new(Arc::new(agent)),
             health: Arc::new(HealthBoard::default()),
             inbox_signal: Arc::new(Notify::new()),
             outbox_signal: Notify::new(),
             pool,
             approvals: ApprovalBook::default(),
             questions: Book::default(),
-            reviews: reviews::limit(),
+            reviews: lanes::reviews::limit(),
             started: Instant::now(),
             intake: CancellationToken::new(),
             draining: CancellationToken::new(),
@@ -160,22 +163,22 @@ impl Gateway {
             policy,
             mut reloader,
         } = self;
-        let mut supervisors = supervisor::Supervisors::new(policy);
+        let mut supervisors = adapters::supervisor::Supervisors::new(policy);
         for adapter in shared.adapters_all() {
             supervisors.start(&shared, adapter);
         }
         let mut tasks = tokio::task::JoinSet::new();
-        tasks.spawn(router::run(shared.clone()));
+        tasks.spawn(intake::router::run(shared.clone()));
         if shared.config().cron.enabled {
-            tasks.spawn(scheduler::run(shared.clone()));
+            tasks.spawn(cron::scheduler::run(shared.clone()));
         }
-        tasks.spawn(maintenance::run(shared.clone()));
-        let admin = admin::start(shared.clone()).await;
+        tasks.spawn(ops::maintenance::run(shared.clone()));
+        let admin = ops::admin::start(shared.clone()).await;
         let pump_stop = CancellationToken::new();
-        let pump = tokio::spawn(outbox_pump::run(shared.clone(), pump_stop.clone()));
-        let watchdog = tokio::spawn(notify::watchdog(shared.clone()));
+        let pump = tokio::spawn(outbound::pump::run(shared.clone(), pump_stop.clone()));
+        let watchdog = tokio::spawn(ops::notify::watchdog(shared.clone()));
         tracing::info!(adapters = ?shared.adapter_platforms(), "gateway running");
-        notify::ready(&status::report(&shared).await.one_line());
+        ops::notify::ready(&ops::status::report(&shared).await.one_line());
 
         loop {
             let reload = async {
@@ -188,12 +191,12 @@ impl Gateway {
                 _ = shutdown.cancelled() => break,
                 Some(()) = reload => {
                     if let Some(r) = &reloader {
-                        reload::apply(&shared, r, &mut supervisors).await;
+                        ops::reload::apply(&shared, r, &mut supervisors).await;
                     }
                 }
             }
         }
-        notify::stopping();
+        ops::notify::stopping();
         let grace = Duration::from_secs(shared.config().gateway.shutdown_grace_secs);
         let deadline = tokio::time::Instant::now() + grace;
         tracing::info!(
@@ -219,7 +222,7 @@ impl Gateway {
         pump_stop.cancel();
         let _ = pump.await;
         let flush_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
-        outbox_pump::flush(&shared, flush_deadline).await;
+        outbound::pump::flush(&shared, flush_deadline).await;
         if let Some(admin) = admin {
             admin.stop().await;
         }
@@ -228,22 +231,42 @@ impl Gateway {
 }
 
 impl Shared {
-    /// The configuration in force now.
-    pub fn config(&self) -> Arc<Config> {
-        self.config
+    /// The configuration, agent and allowlists in force now, as one consistent snapshot.
+    pub fn in_force(&self) -> Arc<InForce> {
+        self.in_force
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// The agent in force.
+    /// Put a reloaded configuration, its agent and allowlists in force together.
+    pub fn put_in_force(&self, next: InForce) {
+        *self.in_force.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+    }
+
+    /// The configuration in force now (one read; a turn keeps its own snapshot instead).
+    pub fn config(&self) -> Arc<Config> {
+        self.in_force().config.clone()
+    }
+
+    /// The agent in force now.
     pub fn agent(&self) -> Arc<Agent> {
-        self.agent.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.in_force().agent.clone()
     }
 
     /// Who may talk to the agent, per the configuration in force.
     pub fn authz(&self) -> Arc<Authorizer> {
-        self.authz.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.in_force().authz.clone()
+    }
+
+    /// The sink `platform`'s adapter delivers to: the inbox, then the router's doorbell.
+    pub fn sink_for(&self, platform: Platform) -> Arc<dyn InboundSink> {
+        Arc::new(intake::sink::AdapterSink {
+            platform,
+            store: self.store.clone(),
+            inbox_signal: self.inbox_signal.clone(),
+            health: self.health.clone(),
+        })
     }
 
     /// The running adapter of `platform`.

@@ -21,10 +21,9 @@ pub use anthropic::AnthropicProvider;
 pub use openai::OpenAiProvider;
 pub use transcribe::Transcriber;
 
+pub use crate::conversation::{ChatMessage, Image, Role, ToolCall, Usage};
 pub use retry::{RetryPolicy, call_with_retry, complete_with_retry};
-pub use types::{
-    ChatMessage, ChatRequest, ChatResponse, FinishReason, Image, Role, ToolCall, ToolSchema, Usage,
-};
+pub use types::{ChatRequest, ChatResponse, FinishReason, ToolSchema};
 
 /// Where a streaming call sends the answer's text as it arrives (text deltas, in order). Two
 /// values are signals, not text: [`DELTA_RESET`] (an attempt failed; discard what it sent) and
@@ -60,6 +59,18 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// The failure's kind, as metrics and logs name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "rate_limited",
+            LlmError::Unavailable(_) => "unavailable",
+            LlmError::Timeout => "timeout",
+            LlmError::Unauthorized(_) => "unauthorized",
+            LlmError::Rejected(_) => "rejected",
+            LlmError::Malformed(_) => "malformed",
+        }
+    }
+
     /// Whether retrying the same request may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -85,6 +96,16 @@ pub struct ProviderSettings {
 }
 
 impl ProviderSettings {
+    /// Connection settings of the main provider a configuration names.
+    pub fn from_config(c: &crate::config::LlmConfig) -> Self {
+        ProviderSettings {
+            base_url: c.base_url.clone(),
+            api_key: c.api_key.clone(),
+            timeout: Duration::from_secs(c.request_timeout_secs),
+            max_concurrent_requests: c.max_concurrent_requests,
+        }
+    }
+
     /// The HTTP client every provider uses: rustls, the timeouts, a user agent.
     pub fn http_client(&self) -> Result<reqwest::Client, LlmError> {
         reqwest::Client::builder()

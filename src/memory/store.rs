@@ -76,6 +76,17 @@ impl MemoryFiles {
         }
     }
 
+    /// The memory files a configuration describes, under `$HERMES_HOME/memory`.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        MemoryFiles::new(
+            config.home.join("memory"),
+            MemoryLimits {
+                memory_chars: config.memory.memory_chars,
+                user_chars: config.memory.user_chars,
+            },
+        )
+    }
+
     pub fn path(&self, owner: &str, kind: Kind) -> PathBuf {
         self.root.join(dir_name(owner)).join(kind.file_name())
     }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::tools::Category;
+use super::Category;
 
 /// How much a session lets the agent do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]

@@ -14,7 +14,9 @@
 //! cover it. An unanswered confirmation is a denial.
 
 mod approvals;
+mod category;
 mod matrix;
 
 pub use approvals::{Answer, ApprovalBook, Book, Pending, Rejection, Resolved};
+pub use category::Category;
 pub use matrix::{Decision, Level, PolicyMatrix};

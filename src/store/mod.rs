@@ -27,6 +27,7 @@ pub use inbox::{InboxOutcome, InboxRow, InboxStatus};
 pub use outbox::{OutboxRow, OutboxStats};
 pub use search::{FoundMessage, SearchScope, SessionHits, SessionSummary, search_terms};
 pub use sessions::{SessionRow, SessionStats, StoredMessage, TurnCommit, TurnRecord};
+pub use settings::key_scope;
 
 /// A store failure. The message is safe to log (no message bodies, no secrets).
 #[derive(Debug, thiserror::Error)]

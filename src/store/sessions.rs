@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::inbox::{self, InboxOutcome};
 use super::{Result, Store, StoreError, outbox};
-use crate::llm::{ChatMessage, Role, ToolCall, Usage};
+use crate::conversation::{ChatMessage, Role, ToolCall, Usage};
 
 /// A conversation with the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]

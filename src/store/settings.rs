@@ -1,10 +1,15 @@
 //! Named settings per scope: a session key's permission level and todo list, a user's standing
 //! tool grants. Values are short text (JSON where structured).
 
-use hermes_adapter::now_millis;
+use hermes_adapter::{SessionKey, now_millis};
 use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Store};
+
+/// Scope of a session key's settings (its permission level, todo list, enabled skills).
+pub fn key_scope(key: &SessionKey) -> String {
+    format!("session:{key}")
+}
 
 impl Store {
     pub async fn setting(&self, scope: &str, name: &str) -> Result<Option<String>> {

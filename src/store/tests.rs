@@ -5,7 +5,7 @@ use hermes_adapter::{
 };
 
 use super::*;
-use crate::llm::{ChatMessage, ToolCall, Usage};
+use crate::conversation::{ChatMessage, ToolCall, Usage};
 
 pub(super) fn message(chat: &str, id: &str, text: &str) -> Message {
     Message {

@@ -5,10 +5,26 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Category, Tool, ToolContext, ToolError, ToolSpec, schema_of};
-use crate::agent::subagent::DelegateArgs;
+
+/// Arguments of `delegate_task`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelegateArgs {
+    /// The task, complete and self-contained: the subagent sees nothing of this conversation.
+    pub task: String,
+    /// Facts, file paths or constraints the subagent needs.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Restrict the subagent to these toolsets (default: the same tools as you, minus
+    /// delegation and questions to the user).
+    #[serde(default)]
+    pub toolsets: Option<Vec<String>>,
+}
 
 pub struct DelegateTask {
     spec: ToolSpec,

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
-use crate::agent::permissions::key_scope;
 use crate::store::Store;
+use crate::store::key_scope;
 
 const MAX_ITEMS: usize = 50;
 

@@ -25,7 +25,8 @@ use slack_morphism::prelude::*;
 use slack_morphism::signature_verifier::SlackEventSignatureVerifier;
 use tokio_util::sync::CancellationToken;
 
-use crate::inbound::{BotIdentity, Context, Rules};
+use crate::inbound::{Context, Rules};
+use crate::web::BotIdentity;
 use crate::web::Web;
 
 /// How often the running listener reports itself alive (it cannot know whether Slack reaches

@@ -21,21 +21,12 @@ use hermes_adapter::{
 use slack_morphism::prelude::*;
 
 use crate::SlackSettings;
-use crate::web::Web;
+use crate::web::{BotIdentity, Web};
 
 /// Threads remembered as ones the bot is part of.
 const MAX_THREADS: usize = 10_000;
 /// Display names cached.
 const MAX_NAMES: usize = 5_000;
-
-/// Who the bot is, learned from `auth.test`.
-#[derive(Debug, Clone)]
-pub struct BotIdentity {
-    pub user_id: String,
-    pub bot_id: Option<String>,
-    pub team_id: String,
-    pub name: String,
-}
 
 /// A thread: channel id and the thread's root `ts`.
 type ThreadKey = (String, String);

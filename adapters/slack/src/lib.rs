@@ -41,7 +41,7 @@ use hermes_adapter::{
 use tokio_util::sync::CancellationToken;
 
 pub use format::to_mrkdwn;
-pub use inbound::BotIdentity;
+pub use web::BotIdentity;
 
 /// Length limit handed to the core's chunker, in characters. Slack truncates `text` only at
 /// 40,000 characters but recommends at most 4,000 per message: longer messages are collapsed

@@ -11,7 +11,14 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
 
-use crate::inbound::BotIdentity;
+/// Who the bot is, learned from `auth.test`.
+#[derive(Debug, Clone)]
+pub struct BotIdentity {
+    pub user_id: String,
+    pub bot_id: Option<String>,
+    pub team_id: String,
+    pub name: String,
+}
 
 /// Longest a single Web API call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);

@@ -106,7 +106,7 @@ mod tests {
     use hermes_adapter::Platform;
 
     use super::*;
-    use crate::llm::ChatMessage;
+    use crate::conversation::ChatMessage;
 
     async fn session_with(store: &Store, user: &str, texts: &[&str]) -> i64 {
         let s = store

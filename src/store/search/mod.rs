@@ -27,7 +27,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::sessions::{SessionRow, decode_session, session_row};
 use super::{Result, Store, StoreError};
-use crate::llm::Role;
+use crate::conversation::Role;
 use query::{Combine, Query};
 
 pub use listing::SessionSummary;

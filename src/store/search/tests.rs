@@ -3,7 +3,7 @@
 use hermes_adapter::{Platform, SessionKey};
 
 use super::*;
-use crate::llm::{ChatMessage, ToolCall};
+use crate::conversation::{ChatMessage, ToolCall};
 
 fn dm(user: &str) -> SessionKey {
     SessionKey::direct(Platform::Telegram, user)

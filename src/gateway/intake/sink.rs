@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use hermes_adapter::{Delivery, InboundSink, Message, Platform, SinkError};
 use tokio::sync::Notify;
 
-use super::health::HealthBoard;
+use crate::gateway::adapters::health::{HealthBoard, ListenerState};
 use crate::metrics::{Metrics, metrics};
 use crate::store::Store;
 
@@ -71,7 +71,7 @@ impl InboundSink for AdapterSink {
     fn disconnected(&self, reason: &str) {
         self.health.set_state(
             self.platform,
-            super::health::ListenerState::Restarting,
+            ListenerState::Restarting,
             Some(reason.to_owned()),
         );
     }

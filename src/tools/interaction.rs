@@ -5,8 +5,7 @@
 
 use async_trait::async_trait;
 
-use crate::policy::{Answer, Level};
-use crate::tools::Category;
+use crate::policy::{Answer, Category, Level};
 
 /// A tool call waiting for the user's confirmation.
 #[derive(Debug, Clone)]

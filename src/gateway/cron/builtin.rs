@@ -3,8 +3,8 @@
 
 use jiff::tz::TimeZone;
 
-use super::Shared;
 use crate::cron::jobs::first_run;
+use crate::gateway::Shared;
 use crate::store::{CronJob, StoreError};
 
 const OWNER: &str = "builtin";

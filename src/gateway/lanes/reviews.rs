@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::Shared;
+use crate::agent::Agent;
+use crate::gateway::Shared;
 use crate::store::SessionRow;
 
 /// Reviews running at once across the daemon.
@@ -15,16 +16,13 @@ pub(crate) const MAX_REVIEWS: usize = 2;
 /// Count the turn's tool work and start the reviews that are due.
 pub(crate) async fn after_turn(
     shared: &Arc<Shared>,
+    agent: &Arc<Agent>,
     session: &SessionRow,
     tool_rounds: u32,
     tools_called: &[String],
     first_reply: Option<String>,
 ) {
-    let due = match shared
-        .agent()
-        .reviews_due(session, tool_rounds, tools_called)
-        .await
-    {
+    let due = match agent.reviews_due(session, tool_rounds, tools_called).await {
         Ok(due) => due,
         Err(e) => {
             tracing::warn!(error = %e, "cannot count tool rounds for reviews");
@@ -32,7 +30,8 @@ pub(crate) async fn after_turn(
         }
     };
     for kind in due {
-        let (shared, session, reply) = (shared.clone(), session.clone(), first_reply.clone());
+        let (shared, agent) = (shared.clone(), agent.clone());
+        let (session, reply) = (session.clone(), first_reply.clone());
         tokio::spawn(async move {
             // After the user has the answer: the review must never delay or precede it.
             if let Some(key) = reply {
@@ -41,7 +40,7 @@ pub(crate) async fn after_turn(
             let Ok(_permit) = shared.reviews.acquire().await else {
                 return;
             };
-            match shared.agent().review(&session, kind).await {
+            match agent.review(&session, kind).await {
                 Ok((answer, usage)) => tracing::info!(
                     session = %session.key,
                     review = kind.as_str(),

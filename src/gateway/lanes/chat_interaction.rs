@@ -9,20 +9,17 @@ use async_trait::async_trait;
 use hermes_adapter::{Button, Message, SessionKey};
 use tokio::sync::oneshot;
 
-use super::Shared;
 use crate::agent::{ConfirmRequest, Interaction, TurnControl};
+use crate::config::Config;
+use crate::gateway::outbound::{outgoing, replies::replies};
+use crate::gateway::{Reply, Shared};
 use crate::policy::Answer;
-
-/// An answer to a question: typed, or a choice button.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reply {
-    Text(String),
-    Choice(usize),
-}
 
 /// The person behind one turn, in their chat.
 pub(crate) struct ChatInteraction {
     pub shared: Arc<Shared>,
+    /// The configuration the turn runs with.
+    pub config: Arc<Config>,
     /// The message that started the turn: where to ask, and who may answer.
     pub to: Message,
     pub key: SessionKey,
@@ -44,7 +41,7 @@ impl ChatInteraction {
     /// Long text (a big command to confirm) is split at the platform's limit like any answer;
     /// the buttons go under the last part. Returns the last part's key and text.
     async fn post(&self, text: String, buttons: Vec<Vec<Button>>, key: String) -> (String, String) {
-        let mut rows = super::delivery::replies(&self.shared, &self.to, &text, &key);
+        let mut rows = replies(&self.shared, &self.to, &text, &key);
         for (_, out) in rows.iter_mut() {
             // Not a reply to the user's message: a request of its own.
             out.reply_to = None;
@@ -96,7 +93,7 @@ impl ChatInteraction {
 #[async_trait]
 impl Interaction for ChatInteraction {
     async fn confirm(&self, request: &ConfirmRequest) -> Option<Answer> {
-        let timeout = Duration::from_secs(self.shared.config().policy.approval_timeout_secs);
+        let timeout = Duration::from_secs(self.config.policy.approval_timeout_secs);
         let (pending, rx) =
             self.shared
                 .approvals
@@ -141,7 +138,7 @@ impl Interaction for ChatInteraction {
     }
 
     async fn ask(&self, question: &str, choices: &[String]) -> Option<String> {
-        let timeout = Duration::from_secs(self.shared.config().policy.clarify_timeout_secs);
+        let timeout = Duration::from_secs(self.config.policy.clarify_timeout_secs);
         let (pending, rx) =
             self.shared
                 .questions
@@ -198,16 +195,15 @@ impl Interaction for ChatInteraction {
         let caption = caption.trim();
         // A long caption goes out as a message of its own, before the file.
         let mut rows = if caption.chars().count() > hermes_adapter::MAX_CAPTION_CHARS {
-            super::delivery::replies(&self.shared, &self.to, caption, &format!("{key}:text"))
+            replies(&self.shared, &self.to, caption, &format!("{key}:text"))
         } else {
             Vec::new()
         };
-        let home = self.shared.config().home.clone();
+        let home = self.config.home.clone();
         let (src, k) = (path.to_owned(), key.clone());
-        let file =
-            tokio::task::spawn_blocking(move || super::outgoing::stage(&home, &k, &src, max))
-                .await
-                .map_err(|e| format!("cannot stage the file: {e}"))??;
+        let file = tokio::task::spawn_blocking(move || outgoing::stage(&home, &k, &src, max))
+            .await
+            .map_err(|e| format!("cannot stage the file: {e}"))??;
         let mut out = hermes_adapter::Outbound::text(
             self.to.chat.id.clone(),
             if rows.is_empty() { caption } else { "" },

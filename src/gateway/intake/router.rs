@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use hermes_adapter::{Message, SessionKey, Trigger};
 
-use super::Shared;
 use super::commands;
-use super::interaction::Reply;
+use crate::gateway::outbound::replies::replies;
+use crate::gateway::{Reply, Shared};
 use crate::policy::Answer;
 use crate::store::{InboxOutcome, InboxRow};
 
@@ -91,7 +91,7 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
     if let Some((name, arg)) = msg.command()
         && let Some(reply) = commands::handle(shared, msg, &key, &name, arg).await
     {
-        let rows = super::delivery::replies(shared, msg, &reply, &format!("cmd:{}", row.id));
+        let rows = replies(shared, msg, &reply, &format!("cmd:{}", row.id));
         match shared
             .store
             .reply_and_finish(vec![row.id], InboxOutcome::Command, rows)

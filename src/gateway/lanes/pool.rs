@@ -5,49 +5,15 @@
 //! so memory stays flat however many messages wait, and a restart loses nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use dashmap::DashMap;
 use hermes_adapter::SessionKey;
-use tokio::sync::{Mutex, Notify, Semaphore};
+use tokio::sync::Semaphore;
 
-use super::Shared;
-use super::lane;
-use crate::agent::TurnControl;
+use super::lane::{self, Lane};
 use crate::config::BusyMode;
-
-/// One session's lane.
-pub(crate) struct Lane {
-    pub key: SessionKey,
-    /// Wakes the lane's task when rows were queued for it.
-    pub wake: Notify,
-    /// Set by every notification; cleared before the lane looks for work. A lane only retires
-    /// while it is clear, so a notification can never be lost to a retiring lane.
-    pub pending: AtomicBool,
-    pub state: Mutex<LaneState>,
-    /// The model provider's failures while this lane's messages wait for it.
-    pub outage: Outage,
-}
-
-/// A provider outage as one lane sees it.
-#[derive(Default)]
-pub(crate) struct Outage {
-    /// Consecutive turns that failed for a transient provider reason.
-    pub failures: std::sync::atomic::AtomicU32,
-    /// When the first of them failed (ms since the epoch).
-    pub since: std::sync::atomic::AtomicI64,
-    /// The user was told the answer will be late.
-    pub noticed: Arc<AtomicBool>,
-}
-
-/// What the lane is doing now.
-#[derive(Default)]
-pub(crate) struct LaneState {
-    /// The running turn's controls.
-    pub control: Option<TurnControl>,
-    /// Highest inbox id included in the running turn.
-    pub max_included: i64,
-}
+use crate::gateway::Shared;
 
 /// All lanes.
 pub(crate) struct SessionPool {
@@ -71,13 +37,7 @@ impl SessionPool {
     pub async fn notify(&self, shared: &Arc<Shared>, key: &SessionKey, inbox_id: i64) {
         let lane = {
             let entry = self.lanes.entry(key.clone()).or_insert_with(|| {
-                let lane = Arc::new(Lane {
-                    key: key.clone(),
-                    wake: Notify::new(),
-                    pending: AtomicBool::new(false),
-                    state: Mutex::new(LaneState::default()),
-                    outage: Outage::default(),
-                });
+                let lane = Arc::new(Lane::new(key.clone()));
                 tokio::spawn(lane::run(shared.clone(), lane.clone()));
                 lane
             });

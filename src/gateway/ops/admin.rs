@@ -3,7 +3,7 @@
 //! - `GET /readyz`: 200 when every enabled adapter is connected and heard from recently, else 503
 //!   with the reason per adapter;
 //! - `GET /metrics`: Prometheus (OpenMetrics text);
-//! - `GET /status`: the [`StatusReport`](super::StatusReport) as JSON, read by `hermes status`.
+//! - `GET /status`: the [`StatusReport`](crate::gateway::StatusReport) as JSON, read by `hermes status`.
 //!
 //! The bound address is written to `$HERMES_HOME/admin.addr` (useful with port 0).
 
@@ -17,7 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, status};
+use super::status;
+use crate::gateway::Shared;
 use crate::metrics::metrics;
 
 /// The running endpoint.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Shared;
-use super::health::ListenerState;
+use crate::gateway::Shared;
+use crate::gateway::adapters::health::ListenerState;
 use crate::metrics::{Metrics, PlatformLabel, metrics};
 
 /// One adapter's state.

@@ -10,7 +10,7 @@ use hermes_adapter::{SendError, now_millis};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use crate::gateway::Shared;
 use crate::metrics::{Metrics, metrics};
 use crate::store::OutboxRow;
 

@@ -12,11 +12,13 @@ use std::sync::Arc;
 
 use hermes_adapter::{Adapter, Platform};
 
-use super::supervisor::Supervisors;
-use super::{Authorizer, Shared, notify, status};
+use super::{notify, status};
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::cron::CronControl;
+use crate::gateway::adapters::supervisor::Supervisors;
+use crate::gateway::intake::authz::Authorizer;
+use crate::gateway::{InForce, Shared};
 
 /// Builds the adapters a configuration enables.
 pub type AdapterFactory = dyn Fn(&Config) -> Result<Vec<Arc<dyn Adapter>>, String> + Send + Sync;
@@ -90,12 +92,16 @@ async fn swap(
     agent: Option<(Agent, Vec<&'static str>)>,
     supervisors: &mut Supervisors,
 ) {
-    let old = shared.config();
-    if let Some((agent, changed)) = agent {
-        *shared.agent.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(agent);
-        tracing::info!(sections = ?changed, model = %new.llm.model, "the agent was rebuilt; new turns use it");
-    }
-    let later = restart_only_changes(&old, &new);
+    let old = shared.in_force();
+    let agent = match agent {
+        Some((agent, changed)) => {
+            tracing::info!(sections = ?changed, model = %new.llm.model, "the agent was rebuilt; new turns use it");
+            Arc::new(agent)
+        }
+        None => old.agent.clone(),
+    };
+    let old = &old.config;
+    let later = restart_only_changes(old, &new);
     if !later.is_empty() {
         tracing::warn!(sections = ?later, "these settings changed and take effect at the next restart");
     }
@@ -128,9 +134,11 @@ async fn swap(
             .remove(p);
         stopped.push(*p);
     }
-    *shared.authz.write().unwrap_or_else(|e| e.into_inner()) =
-        Arc::new(Authorizer::from_config(&new));
-    *shared.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(new);
+    shared.put_in_force(InForce {
+        authz: Arc::new(Authorizer::from_config(&new)),
+        config: Arc::new(new),
+        agent,
+    });
     tracing::info!(?restarted, ?kept, ?stopped, "configuration reloaded");
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use sd_notify::NotifyState;
 
-use super::{Shared, status};
+use super::status;
+use crate::gateway::Shared;
 
 fn send(states: &[NotifyState]) {
     if let Err(e) = sd_notify::notify(states) {

@@ -9,9 +9,9 @@ use std::time::Duration;
 use hermes_adapter::{ChatId, ChatKind, Platform, SessionKey, ThreadId};
 use serde::{Deserialize, Serialize};
 
-use super::Shared;
-use super::delivery::to_chat;
 use crate::agent::{NewMessage, Setting, TurnControl, TurnInput, TurnOutcome};
+use crate::gateway::Shared;
+use crate::gateway::outbound::replies::to_chat;
 use crate::llm::ChatMessage;
 use crate::store::CronJob;
 use crate::tools::ChatRef;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::Shared;
-use super::cron_run;
+use super::run as cron_run;
 use crate::cron::jobs::schedule_of;
+use crate::gateway::Shared;
 use crate::store::CronJob;
 
 /// Longest sleep between two looks at the jobs (jobs added from the shell are seen this late;
@@ -26,7 +26,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         ),
         Err(e) => tracing::error!(error = %e, "cannot read scheduled runs"),
     }
-    if let Err(e) = super::cron_builtin::ensure(&shared).await {
+    if let Err(e) = super::builtin::ensure(&shared).await {
         tracing::error!(error = %e, "cannot set up the built-in jobs");
     }
     let control = shared.agent().cron.clone();

@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use hermes_adapter::{Message, SessionKey};
 
-use super::Shared;
-use super::health::ListenerState;
 use crate::agent::permissions;
+use crate::gateway::Shared;
+use crate::gateway::adapters::health::ListenerState;
+use crate::gateway::cron::run as cron_run;
+use crate::gateway::lanes::skills_chat;
+use crate::gateway::outbound::replies::replies;
 use crate::policy::Level;
 use crate::store::InboxOutcome;
 
@@ -49,13 +52,13 @@ pub(crate) async fn handle(
         "approve" | "deny" => "Nothing is waiting for your approval.".to_owned(),
         "permissions" => permissions(shared, key, arg).await,
         "model" => model(shared, key, arg).await,
-        "skills" => super::skills_chat::command(shared, key, arg).await,
+        "skills" => skills_chat::command(shared, key, arg).await,
         "sethome" => {
-            let home = super::cron_run::Home {
+            let home = cron_run::Home {
                 chat: msg.chat.id.clone(),
                 thread: msg.thread.clone(),
             };
-            match super::cron_run::set_home(shared, msg.platform, &home).await {
+            match cron_run::set_home(shared, msg.platform, &home).await {
                 Ok(()) => format!(
                     "🏠 This chat is now the {} home channel: scheduled jobs delivering to `{}` post here.",
                     msg.platform, msg.platform
@@ -137,7 +140,7 @@ fn compress_later(shared: Arc<Shared>, msg: Message, key: SessionKey) {
             },
             Err(e) => format!("⚠️ Could not compress: {e}"),
         };
-        let rows = super::delivery::replies(
+        let rows = replies(
             &shared,
             &msg,
             &text,

@@ -1,10 +1,73 @@
-//! Delivery helpers: what the model sees of an inbound message, and how an answer becomes
-//! outbox rows that fit the platform.
+//! What the model sees of the inbound messages a turn answers: the text (with the sender's name
+//! in groups, the quoted reply, the attachments listed), voice messages transcribed, images for
+//! vision models, and an explicit `/skill` directive.
 
-use hermes_adapter::{ChatKind, Message, Outbound, Platform};
+use hermes_adapter::{ChatKind, Message};
 
-use super::Shared;
-use super::chunk::chunk_markdown;
+use crate::agent::NewMessage;
+use crate::gateway::outbound::outgoing::sniff;
+use crate::gateway::{InForce, Shared};
+use crate::store::InboxRow;
+
+/// The turn's user messages: the text the model sees, and (for vision models) the images.
+pub(crate) async fn new_messages(
+    shared: &Shared,
+    now: &InForce,
+    rows: &[InboxRow],
+) -> Vec<NewMessage> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut text = match super::skills_chat::explicit(shared, &now.config, &row.message).await {
+            Some(directive) => {
+                let mut with_skill = row.message.clone();
+                with_skill.text = directive;
+                user_content(&with_skill)
+            }
+            None => user_content(&row.message),
+        };
+        let mut images = Vec::new();
+        let transcriber = now.agent.transcriber.clone();
+        if let Some(t) = &transcriber {
+            for (attachment, result) in transcripts(shared, t, &row.message).await {
+                let name = attachment.name.as_deref().unwrap_or("voice message");
+                match result {
+                    Ok(said) if said.is_empty() => {
+                        text.push_str(&format!("\n[\"{name}\": no speech recognised]"))
+                    }
+                    Ok(said) => text.push_str(&format!("\n[\"{name}\", transcribed: {said}]")),
+                    Err(e) => {
+                        text.push_str(&format!("\n[\"{name}\" could not be transcribed: {e}]"))
+                    }
+                }
+            }
+        }
+        let unopened = row
+            .message
+            .attachments
+            .iter()
+            .any(|a| !(transcriber.is_some() && is_audio(a)));
+        if unopened && !now.config.llm.vision {
+            text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
+        }
+        if now.config.llm.vision {
+            for (attachment, result) in fetch_images(shared, &row.message).await {
+                match result {
+                    Ok(image) => images.push(image),
+                    Err(e) => text.push_str(&format!(
+                        "\n[the image \"{}\" could not be loaded: {e}]",
+                        attachment.name.as_deref().unwrap_or("photo")
+                    )),
+                }
+            }
+        }
+        out.push(NewMessage {
+            inbox_id: Some(row.id),
+            text,
+            images,
+        });
+    }
+    out
+}
 
 /// Largest image passed to the model.
 const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
@@ -12,7 +75,7 @@ const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 const MAX_IMAGES: usize = 4;
 
 /// Fetch the images of `msg` for a vision model (at most a few, each size-capped).
-pub async fn images(
+pub async fn fetch_images(
     shared: &Shared,
     msg: &Message,
 ) -> Vec<(
@@ -90,31 +153,6 @@ pub fn is_audio(a: &hermes_adapter::Attachment) -> bool {
     ) || a.mime.as_deref().is_some_and(|m| m.starts_with("audio/"))
 }
 
-/// The image type from its first bytes.
-pub(crate) fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    Some(match bytes {
-        [0x89, b'P', b'N', b'G', ..] => "image/png",
-        [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
-        [b'G', b'I', b'F', ..] => "image/gif",
-        [
-            b'R',
-            b'I',
-            b'F',
-            b'F',
-            _,
-            _,
-            _,
-            _,
-            b'W',
-            b'E',
-            b'B',
-            b'P',
-            ..,
-        ] => "image/webp",
-        _ => return None,
-    })
-}
-
 /// The user message text the model sees: group messages carry the sender's name, attachments
 /// are listed, and a reply shows what it answers.
 pub fn user_content(msg: &Message) -> String {
@@ -147,50 +185,4 @@ pub fn user_content(msg: &Message) -> String {
         text.push_str("(empty message)");
     }
     text
-}
-
-/// Outbox rows for `text` in reply to `to`: chunked to the platform's limit, threaded, and in
-/// groups replying to the message that asked. `key` makes the rows idempotent.
-pub fn replies(shared: &Shared, to: &Message, text: &str, key: &str) -> Vec<(Platform, Outbound)> {
-    let mut rows = to_chat(
-        shared,
-        to.platform,
-        &to.chat.id,
-        to.thread.as_ref(),
-        text,
-        key,
-    );
-    if to.chat.kind != ChatKind::Direct
-        && let Some((_, first)) = rows.first_mut()
-    {
-        first.reply_to = Some(to.id.clone());
-    }
-    rows
-}
-
-/// Outbox rows for `text` to a chat (and thread), chunked to the platform's limit; empty when
-/// no adapter for the platform is running.
-pub fn to_chat(
-    shared: &Shared,
-    platform: Platform,
-    chat: &hermes_adapter::ChatId,
-    thread: Option<&hermes_adapter::ThreadId>,
-    text: &str,
-    key: &str,
-) -> Vec<(Platform, Outbound)> {
-    let Some(adapter) = shared.adapter(platform) else {
-        return Vec::new();
-    };
-    let caps = adapter.capabilities();
-    let chunks = chunk_markdown(text, caps.max_message_len, caps.length_unit);
-    let n = chunks.len();
-    chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut out = Outbound::text(chat.clone(), chunk, format!("{key}:{}/{n}", i + 1));
-            out.thread = thread.cloned();
-            (platform, out)
-        })
-        .collect()
 }

@@ -5,12 +5,13 @@
 
 use hermes_adapter::{Message, SessionKey};
 
-use super::Shared;
 use crate::agent::snapshots::{enabled_skills, set_enabled_skills};
+use crate::config::Config;
+use crate::gateway::Shared;
 use crate::skills::{Availability, SkillLibrary, SkillSources};
 
-async fn library(shared: &Shared) -> SkillLibrary {
-    let sources = SkillSources::for_home(&shared.config().home);
+async fn library(home: &std::path::Path) -> SkillLibrary {
+    let sources = SkillSources::for_home(home);
     tokio::task::spawn_blocking(move || SkillLibrary::load(&sources))
         .await
         .unwrap_or_else(|_| SkillLibrary::load(&SkillSources::new(std::path::PathBuf::new())))
@@ -18,7 +19,7 @@ async fn library(shared: &Shared) -> SkillLibrary {
 
 /// If `msg` names a skill as its command, the message text with the skill's directive;
 /// otherwise `None`. The skill is used even if the conversation is restricted to others.
-pub(crate) async fn explicit(shared: &Shared, msg: &Message) -> Option<String> {
+pub(crate) async fn explicit(shared: &Shared, config: &Config, msg: &Message) -> Option<String> {
     let (command, arg) = msg.command()?;
     let (name, rest) = if command == "skill" {
         let arg = arg.trim();
@@ -27,7 +28,7 @@ pub(crate) async fn explicit(shared: &Shared, msg: &Message) -> Option<String> {
     } else {
         (command, arg)
     };
-    let library = library(shared).await;
+    let library = library(&config.home).await;
     let skill = library.get(&name)?;
     if let Err(e) = crate::skills::record_use(&shared.store, &skill.name).await {
         tracing::debug!(error = %e, "cannot count a skill use");
@@ -48,11 +49,11 @@ pub(crate) async fn explicit(shared: &Shared, msg: &Message) -> Option<String> {
 
 /// `/skills`, `/skills only <names…>`, `/skills all`.
 pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> String {
-    let library = library(shared).await;
-    let platform = key.platform;
     let config = shared.config();
+    let library = library(&config.home).await;
+    let platform = key.platform;
     let toolsets = config.toolsets(platform);
-    let ctx = Availability::new(platform, crate::tools::tools_in(toolsets), toolsets.iter());
+    let ctx = Availability::new(platform, crate::config::tools_in(toolsets), toolsets.iter());
     let available = library.available(&ctx);
     let mut words = arg.split_whitespace();
     match words.next().map(str::to_lowercase).as_deref() {

@@ -10,9 +10,8 @@ use hermes_adapter::{Adapter, AdapterError, InboundSink, Platform};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
 use super::health::{HealthBoard, ListenerState};
-use super::sink::AdapterSink;
+use crate::gateway::Shared;
 
 /// Restart timing.
 #[derive(Debug, Clone, Copy)]
@@ -59,12 +58,7 @@ impl Supervisors {
     /// Supervise `adapter` until it is stopped or intake ends.
     pub fn start(&mut self, shared: &Arc<Shared>, adapter: Arc<dyn Adapter>) {
         let platform = adapter.platform();
-        let sink: Arc<dyn InboundSink> = Arc::new(AdapterSink {
-            platform,
-            store: shared.store.clone(),
-            inbox_signal: shared.inbox_signal.clone(),
-            health: shared.health.clone(),
-        });
+        let sink = shared.sink_for(platform);
         let token = shared.intake.child_token();
         let task = tokio::spawn(supervise(
             adapter,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hermes_adapter::now_millis;
 
-use super::Shared;
+use crate::gateway::Shared;
 
 const EVERY: Duration = Duration::from_secs(3600);
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -81,7 +81,11 @@ async fn prune(shared: Arc<Shared>) {
         }
         let home = shared.config().home.clone();
         let age = Duration::from_secs(u64::from(days) * 24 * 3600);
-        match tokio::task::spawn_blocking(move || super::outgoing::prune(&home, age)).await {
+        match tokio::task::spawn_blocking(move || {
+            crate::gateway::outbound::outgoing::prune(&home, age)
+        })
+        .await
+        {
             Ok(n) if n > 0 => tracing::info!(files = n, days, "removed sent files' copies"),
             _ => {}
         }

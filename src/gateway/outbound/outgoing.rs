@@ -92,7 +92,7 @@ fn mime_of(name: &str, path: &Path) -> String {
     let n = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         .unwrap_or(0);
-    if let Some(m) = super::delivery::sniff(&head[..n]) {
+    if let Some(m) = sniff(&head[..n]) {
         return m.to_owned();
     }
     if head[..n].starts_with(b"%PDF-") {
@@ -131,6 +131,31 @@ fn human(bytes: u64) -> String {
     } else {
         format!("{} KB", bytes.div_ceil(1024))
     }
+}
+
+/// The image type from its first bytes.
+pub(crate) fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    Some(match bytes {
+        [0x89, b'P', b'N', b'G', ..] => "image/png",
+        [0xFF, 0xD8, 0xFF, ..] => "image/jpeg",
+        [b'G', b'I', b'F', ..] => "image/gif",
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => "image/webp",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,114 @@
+//! The agent's toolbox: every built-in tool, configured, in one registry. It sits above the
+//! domains that own a tool (`tools/`, `memory/`, `skills/`, `cron/`), so none of them reaches up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::store::Store;
+use crate::tools::{self, ToolRegistry};
+
+/// The built-in tools, configured. Which of them a turn may call is decided per platform by the
+/// configured toolsets. Fails when the workspace directory cannot be created.
+pub fn builtin(
+    config: &Config,
+    store: &Store,
+    cron: &crate::cron::CronControl,
+) -> std::io::Result<ToolRegistry> {
+    let workspace_dir = config.workspace();
+    let workspace = tools::files::Workspace::new(&workspace_dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot use the tools workspace {}: {e}",
+                workspace_dir.display()
+            ),
+        )
+    })?;
+    let mut r = ToolRegistry::new();
+    r.register(Arc::new(tools::CurrentTime::default()));
+    r.register(Arc::new(tools::Todo::new(store.clone())));
+    r.register(Arc::new(tools::Clarify::new(Duration::from_secs(
+        config.policy.clarify_timeout_secs,
+    ))));
+    r.register(Arc::new(crate::memory::MemoryTool::new(
+        crate::memory::MemoryFiles::from_config(config),
+    )));
+    r.register(Arc::new(tools::SessionSearch::new(store.clone())));
+    let skills = crate::skills::SkillSources::for_home(&config.home);
+    let sets = config.clone();
+    r.register(Arc::new(
+        crate::skills::SkillsList::new(skills.clone(), store.clone()).with_availability(Arc::new(
+            move |ctx: &tools::ToolContext| {
+                let platform = ctx.session.platform;
+                let toolsets = sets.toolsets(platform);
+                crate::skills::Availability::new(
+                    platform,
+                    crate::config::tools_in(toolsets),
+                    toolsets.iter(),
+                )
+            },
+        )),
+    ));
+    r.register(Arc::new(crate::skills::SkillView::new(
+        skills.clone(),
+        store.clone(),
+    )));
+    r.register(Arc::new(crate::skills::SkillManage::new(
+        skills,
+        store.clone(),
+    )));
+    for tool in tools::files::file_tools(Arc::new(workspace)) {
+        r.register(tool);
+    }
+    let mut terminal = tools::terminal::TerminalSettings::new(&workspace_dir);
+    terminal.default_timeout = Duration::from_secs(config.tools.terminal_timeout_secs.max(1));
+    // The terminal keeps the head and the tail of long output; stay within the agent's cap so
+    // nothing cuts it again.
+    terminal.max_output_bytes = config.agent.tool_output_max_chars.max(1024);
+    terminal.hermes_home = Some(config.home.clone());
+    r.register(Arc::new(tools::terminal::TerminalTool::new(terminal)));
+    r.register(Arc::new(tools::web_fetch::WebFetch::new(
+        tools::web_fetch::WebFetchSettings {
+            allow_private: config.tools.web_allow_private,
+            ..tools::web_fetch::WebFetchSettings::default()
+        },
+    )));
+    r.register(Arc::new(tools::DelegateTask::default()));
+    let default_tz = config
+        .agent
+        .timezone
+        .clone()
+        .or_else(|| jiff::tz::TimeZone::system().iana_name().map(str::to_owned))
+        .unwrap_or_else(|| "UTC".to_owned());
+    r.register(Arc::new(crate::cron::CronTool::new(
+        store.clone(),
+        cron.clone(),
+        default_tz,
+    )));
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_toolsets_name_exactly_the_registered_tools() {
+        let home = tempfile::tempdir().unwrap();
+        let config = Config {
+            home: home.path().to_owned(),
+            ..Config::default()
+        };
+        let store = Store::open_in_memory().unwrap();
+        let registry = builtin(&config, &store, &crate::cron::CronControl::default()).unwrap();
+        let mut registered: Vec<&str> = registry.names();
+        registered.sort_unstable();
+        let mut named: Vec<&str> = crate::config::TOOLSETS
+            .iter()
+            .flat_map(|(_, tools)| tools.iter().copied())
+            .collect();
+        named.sort_unstable();
+        assert_eq!(registered, named);
+    }
+}

@@ -1,0 +1,140 @@
+//! A session lane's task: take the session's queued messages in order, run one agent turn at a
+//! time, and commit each turn's answer, replies and inbox rows together.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hermes_adapter::SessionKey;
+use tokio::sync::{Mutex, Notify};
+use tracing::Instrument;
+
+use super::turn::{Outage, run_turn};
+use crate::agent::TurnControl;
+use crate::config::BusyMode;
+use crate::gateway::Shared;
+
+/// One session's lane.
+pub(crate) struct Lane {
+    pub key: SessionKey,
+    /// Wakes the lane's task when rows were queued for it.
+    pub wake: Notify,
+    /// Set by every notification; cleared before the lane looks for work. A lane only retires
+    /// while it is clear, so a notification can never be lost to a retiring lane.
+    pub pending: AtomicBool,
+    pub state: Mutex<LaneState>,
+    /// The model provider's failures while this lane's messages wait for it.
+    pub outage: Outage,
+}
+
+impl Lane {
+    /// A lane for `key`, not woken yet.
+    pub fn new(key: SessionKey) -> Lane {
+        Lane {
+            key,
+            wake: Notify::new(),
+            pending: AtomicBool::new(false),
+            state: Mutex::new(LaneState::default()),
+            outage: Outage::default(),
+        }
+    }
+}
+
+/// What the lane is doing now.
+#[derive(Default)]
+pub(crate) struct LaneState {
+    /// The running turn's controls.
+    pub control: Option<TurnControl>,
+    /// Highest inbox id included in the running turn.
+    pub max_included: i64,
+}
+
+/// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
+const MAX_BATCH: usize = 20;
+
+/// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
+pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
+    let idle = Duration::from_secs_f64(
+        shared
+            .config()
+            .gateway
+            .session_idle_minutes
+            .clamp(0.001, 1e6)
+            * 60.0,
+    );
+    loop {
+        if shared.draining.is_cancelled() {
+            return;
+        }
+        lane.pending.store(false, Ordering::SeqCst);
+        let has_work = match shared.store.inbox_queued_for(&lane.key, 1).await {
+            Ok(rows) => !rows.is_empty(),
+            Err(e) => {
+                tracing::error!(session = %lane.key, error = %e, "cannot read the inbox; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        if !has_work {
+            tokio::select! {
+                _ = lane.wake.notified() => continue,
+                _ = shared.draining.cancelled() => return,
+                _ = tokio::time::sleep(idle) => {
+                    if shared.pool.retire(&lane) {
+                        tracing::debug!(session = %lane.key, "idle session lane retired");
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let permit = tokio::select! {
+            biased;
+            _ = shared.draining.cancelled() => return,
+            p = shared.pool.turns.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        if shared.draining.is_cancelled() {
+            return;
+        }
+        let limit = match shared.config().gateway.busy_mode {
+            BusyMode::Queue => 1,
+            BusyMode::Interrupt => MAX_BATCH,
+        };
+        let (rows, control) = {
+            let mut state = lane.state.lock().await;
+            let rows = match shared.store.inbox_queued_for(&lane.key, limit).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::error!(session = %lane.key, error = %e, "cannot read the inbox");
+                    continue;
+                }
+            };
+            let control = TurnControl {
+                interrupt: tokio_util::sync::CancellationToken::new(),
+                stop: shared.hard_stop.child_token(),
+            };
+            state.max_included = rows.last().map_or(0, |r| r.id);
+            state.control = Some(control.clone());
+            (rows, control)
+        };
+        let mut retry_in = None;
+        if let Some(last) = rows.last().map(|r| r.id) {
+            let span = tracing::info_span!("turn", session = %lane.key, inbox = last);
+            retry_in = run_turn(&shared, &lane.key, &lane.outage, rows, control)
+                .instrument(span)
+                .await;
+        }
+        lane.state.lock().await.control = None;
+        drop(permit);
+        if let Some(wait) = retry_in {
+            // The provider is down: wait (without holding a turn slot), then try again.
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shared.draining.cancelled() => return,
+            }
+        }
+    }
+}
