@@ -54,13 +54,13 @@ pub fn system_prompt_with(
         (platform, ChatKind::Direct) => {
             p.push_str(&format!(
                 "\nThis is a private chat on {}.\n",
-                title(platform)
+                Platform::title(platform)
             ));
         }
         (platform, _) => p.push_str(&format!(
             "\nThis is a group chat on {}. Each user message starts with the sender's name. \
              Answer the person who addressed you; others in the chat can read your reply.\n",
-            title(platform)
+            Platform::title(platform)
         )),
     }
     if tools.contains(&"memory") {
@@ -90,18 +90,6 @@ pub fn system_prompt_with(
         p.push('\n');
     }
     p
-}
-
-fn title(p: Platform) -> &'static str {
-    match p {
-        Platform::Telegram => "Telegram",
-        Platform::Discord => "Discord",
-        Platform::Slack => "Slack",
-        Platform::Email => "email",
-        Platform::Matrix => "Matrix",
-        Platform::Cli => "the terminal",
-        Platform::Cron => "a schedule",
-    }
 }
 
 /// Make stored history acceptable to providers: start at a user message, give every tool call

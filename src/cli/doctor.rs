@@ -27,7 +27,7 @@ fn summary(c: &Config) -> Vec<String> {
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    vec![
+    let mut lines = vec![
         format!(
             "file: {}",
             c.source
@@ -47,61 +47,6 @@ fn summary(c: &Config) -> Vec<String> {
             }
         ),
         format!(
-            "telegram: {}",
-            if c.telegram.is_active() {
-                format!("on, {} allowed user(s)", c.telegram.allowed_users.len())
-            } else {
-                "off (set TELEGRAM_BOT_TOKEN)".to_owned()
-            }
-        ),
-        format!(
-            "discord: {}",
-            if c.discord.is_active() {
-                format!("on, {} allowed user(s)", c.discord.allowed_users.len())
-            } else {
-                "off (set DISCORD_BOT_TOKEN)".to_owned()
-            }
-        ),
-        format!(
-            "slack: {}",
-            if c.slack.is_active() {
-                format!(
-                    "on, {}, {} allowed user(s)",
-                    c.slack.mode(),
-                    c.slack.allowed_users.len()
-                )
-            } else {
-                "off (set SLACK_BOT_TOKEN)".to_owned()
-            }
-        ),
-        format!(
-            "email: {}",
-            if c.email.is_active() {
-                format!(
-                    "on, {} via IMAP {}:{}, {} allowed sender(s)",
-                    c.email.address,
-                    c.email.imap_host,
-                    c.email.imap_port,
-                    c.email.allowed_senders.len()
-                )
-            } else {
-                "off (set EMAIL_ADDRESS and EMAIL_IMAP_HOST)".to_owned()
-            }
-        ),
-        format!(
-            "matrix: {}",
-            if c.matrix.is_active() {
-                format!(
-                    "on, {} on {}, {} allowed user(s)",
-                    c.matrix.user_id,
-                    c.matrix.homeserver,
-                    c.matrix.allowed_users.len()
-                )
-            } else {
-                "off (set MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_PASSWORD)".to_owned()
-            }
-        ),
-        format!(
             "access: {}",
             if c.gateway.allow_all_users {
                 "everyone (allow_all_users = true)".to_owned()
@@ -113,7 +58,13 @@ fn summary(c: &Config) -> Vec<String> {
             "turns: busy mode {:?}, at most {} at once, {} steps each",
             c.gateway.busy_mode, c.gateway.max_concurrent_turns, c.agent.max_iterations
         ),
-    ]
+    ];
+    let platforms = c
+        .platforms()
+        .into_iter()
+        .map(|p| format!("{}: {}", p.platform(), p.summary()));
+    lines.splice(3..3, platforms);
+    lines
 }
 
 struct Report {
@@ -174,7 +125,10 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     match super::gateway::adapters(&config) {
         Ok(adapters) if adapters.is_empty() => r.fail(
             "platforms",
-            "none configured (set TELEGRAM_BOT_TOKEN, DISCORD_BOT_TOKEN, SLACK_BOT_TOKEN, EMAIL_ADDRESS with EMAIL_IMAP_HOST or MATRIX_HOMESERVER with MATRIX_USER_ID)",
+            format!(
+                "none configured (set {})",
+                super::gateway::how_to_enable(&config)
+            ),
         ),
         Ok(adapters) => {
             for a in adapters {

@@ -13,203 +13,22 @@ use crate::store::Store;
 
 /// The adapters the configuration enables (and this build includes).
 pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String> {
-    #[allow(unused_mut)]
-    let mut adapters: Vec<Arc<dyn Adapter>> = Vec::new();
-    if config.telegram.is_active() {
-        #[cfg(feature = "telegram")]
-        {
-            let api_url = config
-                .telegram
-                .api_url
-                .parse()
-                .map_err(|e| format!("telegram.api_url: {e}"))?;
-            adapters.push(Arc::new(hermes_telegram::TelegramAdapter::new(
-                hermes_telegram::TelegramSettings {
-                    token: config.telegram.bot_token.expose().to_owned(),
-                    api_url,
-                    poll_timeout_secs: config.telegram.poll_timeout_secs,
-                },
-            )));
-        }
-        #[cfg(not(feature = "telegram"))]
-        return Err(
-            "TELEGRAM_BOT_TOKEN is set but this hermes was built without the `telegram` feature"
-                .into(),
-        );
-    }
-    if config.discord.is_active() {
-        #[cfg(feature = "discord")]
-        adapters.push(Arc::new(discord_adapter(&config.discord)?));
-        #[cfg(not(feature = "discord"))]
-        return Err(
-            "DISCORD_BOT_TOKEN is set but this hermes was built without the `discord` feature"
-                .into(),
-        );
-    }
-    if config.slack.is_active() {
-        #[cfg(feature = "slack")]
-        adapters.push(Arc::new(slack_adapter(&config.slack)?));
-        #[cfg(not(feature = "slack"))]
-        return Err(
-            "SLACK_BOT_TOKEN is set but this hermes was built without the `slack` feature".into(),
-        );
-    }
-    if config.email.is_active() {
-        #[cfg(feature = "email")]
-        adapters.push(Arc::new(email_adapter(config)?));
-        #[cfg(not(feature = "email"))]
-        return Err(
-            "EMAIL_IMAP_HOST is set but this hermes was built without the `email` feature".into(),
-        );
-    }
-    if config.matrix.is_active() {
-        #[cfg(feature = "matrix")]
-        adapters.push(Arc::new(matrix_adapter(config)?));
-        #[cfg(not(feature = "matrix"))]
-        return Err(
-            "MATRIX_HOMESERVER is set but this hermes was built without the `matrix` feature"
-                .into(),
-        );
-    }
-    Ok(adapters)
+    config
+        .platforms()
+        .into_iter()
+        .filter(|p| p.is_active())
+        .map(|p| p.build(config))
+        .collect()
 }
 
-#[cfg(feature = "matrix")]
-fn matrix_adapter(config: &Config) -> Result<hermes_matrix::MatrixAdapter, String> {
-    use hermes_matrix::{Credentials, MatrixAdapter, MatrixSettings};
-    let c = &config.matrix;
-    let credentials = if c.password.is_empty() {
-        Credentials::AccessToken(c.access_token.expose().to_owned())
-    } else {
-        Credentials::Password(c.password.expose().to_owned())
-    };
-    // Invites are accepted from the people the bot serves: the Matrix allowlist and the global
-    // one's Matrix ids (`matrix:@a:b` or a bare `@a:b`).
-    let allowed_inviters = if config.gateway.allow_all_users {
-        vec!["*".into()]
-    } else {
-        let global = config.gateway.allowed_users.iter().filter_map(|e| {
-            let e = e.trim();
-            let e = e.strip_prefix("matrix:").unwrap_or(e);
-            e.starts_with('@').then(|| e.to_owned())
-        });
-        c.allowed_users.iter().cloned().chain(global).collect()
-    };
-    Ok(MatrixAdapter::new(MatrixSettings {
-        homeserver: c
-            .homeserver
-            .parse()
-            .map_err(|e| format!("matrix.homeserver: {e}"))?,
-        user_id: c.user_id.clone(),
-        credentials,
-        allowed_inviters,
-        state_dir: config.home.join("matrix"),
-        sync_timeout: std::time::Duration::from_secs(c.sync_timeout_secs),
-        device_name: c.device_name.clone(),
-    }))
-}
-
-#[cfg(feature = "email")]
-fn email_adapter(config: &Config) -> Result<hermes_email::EmailAdapter, String> {
-    use hermes_email::{EmailAdapter, EmailSettings, Rules, ServerSettings};
-    let c = &config.email;
-    let (imap_user, imap_pass) = c.imap_login();
-    let (smtp_user, smtp_pass) = c.smtp_login();
-    EmailAdapter::new(EmailSettings {
-        address: c.address.to_ascii_lowercase(),
-        imap: ServerSettings {
-            host: c.imap_host.clone(),
-            port: c.imap_port,
-            security: c.imap_security.parse()?,
-            user: imap_user.to_owned(),
-            password: imap_pass.to_owned(),
-        },
-        smtp: ServerSettings {
-            host: c.smtp_host.clone(),
-            port: c.smtp_port,
-            security: c.smtp_security.parse()?,
-            user: smtp_user.to_owned(),
-            password: smtp_pass.to_owned(),
-        },
-        rules: Rules {
-            own_address: c.address.to_ascii_lowercase(),
-            allowed_senders: if config.gateway.allow_all_users {
-                vec!["*".into()]
-            } else {
-                // The global allowlist's addresses (`email:a@b` or a bare `a@b`) count too.
-                let global = config.gateway.allowed_users.iter().filter_map(|e| {
-                    let e = e.trim();
-                    let e = e.strip_prefix("email:").unwrap_or(e);
-                    e.contains('@').then(|| e.to_ascii_lowercase())
-                });
-                c.allowed_senders.iter().cloned().chain(global).collect()
-            },
-            require_auth_pass: c.require_auth_pass,
-            max_attachment_bytes: c.max_attachment_mb * 1024 * 1024,
-        },
-        state_dir: config.home.clone(),
-        force_poll: c.force_poll,
-        poll_interval: std::time::Duration::from_secs(c.poll_secs),
-        // Re-IDLE every minute: the supervisor expects a heartbeat well within its silence limit.
-        idle_refresh: std::time::Duration::from_secs(60),
-        sent_folder: (!c.sent_folder.is_empty()).then(|| c.sent_folder.clone()),
-    })
-}
-
-#[cfg(feature = "discord")]
-fn discord_adapter(
-    c: &crate::config::DiscordConfig,
-) -> Result<hermes_discord::DiscordAdapter, String> {
-    use crate::config::DiscordConfig;
-    let api_url = c
-        .api_url
-        .parse()
-        .map_err(|e| format!("discord.api_url: {e}"))?;
-    Ok(hermes_discord::DiscordAdapter::new(
-        hermes_discord::DiscordSettings {
-            token: c.bot_token.expose().to_owned(),
-            api_url,
-            gateway_url: c
-                .gateway_url
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|e| format!("discord.gateway_url: {e}"))?,
-            allowed_guilds: DiscordConfig::ids(&c.allowed_guilds),
-            allowed_roles: DiscordConfig::ids(&c.allowed_roles),
-            free_response_channels: DiscordConfig::ids(&c.free_response_channels),
-            require_mention: c.require_mention,
-            auto_thread: c.auto_thread,
-            message_content: c.message_content,
-        },
-    ))
-}
-
-#[cfg(feature = "slack")]
-fn slack_adapter(c: &crate::config::SlackConfig) -> Result<hermes_slack::SlackAdapter, String> {
-    use hermes_slack::{SlackAdapter, SlackMode, SlackSettings};
-    let mode = if !c.app_token.is_empty() {
-        SlackMode::Socket {
-            app_token: c.app_token.expose().to_owned(),
-        }
-    } else {
-        SlackMode::Events {
-            signing_secret: c.signing_secret.expose().to_owned(),
-            listen: c
-                .events_listen
-                .parse()
-                .map_err(|e| format!("slack.events_listen: {e}"))?,
-        }
-    };
-    SlackAdapter::new(SlackSettings {
-        bot_token: c.bot_token.expose().to_owned(),
-        mode,
-        api_url: c.api_url.clone(),
-        allowed_channels: c.allowed_channels.clone(),
-        allowed_teams: c.allowed_teams.clone(),
-        reply_in_thread: c.reply_in_thread,
-        socket_idle: std::time::Duration::from_secs(c.socket_idle_secs),
-    })
+/// How to turn any platform on, for "nothing is configured".
+pub(super) fn how_to_enable(config: &Config) -> String {
+    let ways: Vec<&str> = config
+        .platforms()
+        .iter()
+        .map(|p| p.how_to_enable())
+        .collect();
+    ways.join(", or ")
 }
 
 pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) -> ExitCode {
@@ -219,8 +38,15 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     };
     let adapters = match adapters(&config) {
         Ok(a) if a.is_empty() => {
+            let sections: Vec<String> = config
+                .platforms()
+                .iter()
+                .map(|p| format!("[{}]", p.platform()))
+                .collect();
             eprintln!(
-                "hermes: no messaging platform configured: set TELEGRAM_BOT_TOKEN (from @BotFather), DISCORD_BOT_TOKEN (from the Discord developer portal) SLACK_BOT_TOKEN (with SLACK_APP_TOKEN or SLACK_SIGNING_SECRET), EMAIL_ADDRESS with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST, or MATRIX_HOMESERVER with MATRIX_USER_ID and MATRIX_PASSWORD, or the [telegram] / [discord] / [slack] / [email] / [matrix] section of the config file"
+                "hermes: no messaging platform configured: set {}, or the {} section of the config file",
+                how_to_enable(&config),
+                sections.join(" / ")
             );
             return ExitCode::from(2);
         }

@@ -2,7 +2,7 @@
 
 use super::{Config, ConfigError, EnvSource, Secret};
 
-/// Apply `TELEGRAM_*`, `SLACK_*`, `OPENAI_*` and `HERMES_*` variables on top of the file's values.
+/// Apply `OPENAI_*`, `HERMES_*` and each platform's variables on top of the file's values.
 pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), ConfigError> {
     if let Some(v) = env.var("OPENAI_API_KEY") {
         config.llm.api_key = Secret::new(v.trim());
@@ -26,26 +26,9 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("HERMES_ADMIN_LISTEN") {
         config.admin.listen = v.trim().to_owned();
     }
-    if let Some(v) = env.var("TELEGRAM_BOT_TOKEN") {
-        config.telegram.bot_token = Secret::new(v.trim());
+    for platform in config.platforms_mut() {
+        platform.overlay(env)?;
     }
-    if let Some(v) = env.var("TELEGRAM_ALLOWED_USERS") {
-        let ids = list(&v);
-        if let Some(bad) = ids.iter().find(|id| id.parse::<i64>().is_err()) {
-            return Err(ConfigError::env(
-                "TELEGRAM_ALLOWED_USERS",
-                format!("`{bad}` is not a numeric Telegram user id (comma-separated ids expected)"),
-            ));
-        }
-        config.telegram.allowed_users = ids;
-    }
-    if let Some(v) = env.var("TELEGRAM_API_URL") {
-        config.telegram.api_url = v.trim().trim_end_matches('/').to_owned();
-    }
-    config.discord.overlay(env)?;
-    slack(config, env);
-    config.email.overlay(env)?;
-    config.matrix.overlay(env);
     if config.llm.provider == super::ProviderKind::Anthropic {
         if config.llm.api_key.is_empty()
             && let Some(v) = env.var("ANTHROPIC_API_KEY")
@@ -75,30 +58,8 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     Ok(())
 }
 
-/// `SLACK_*`: tokens, the signing secret, the listener, the API base and the allowlist.
-fn slack(config: &mut Config, env: &dyn EnvSource) {
-    let c = &mut config.slack;
-    if let Some(v) = env.var("SLACK_BOT_TOKEN") {
-        c.bot_token = Secret::new(v.trim());
-    }
-    if let Some(v) = env.var("SLACK_APP_TOKEN") {
-        c.app_token = Secret::new(v.trim());
-    }
-    if let Some(v) = env.var("SLACK_SIGNING_SECRET") {
-        c.signing_secret = Secret::new(v.trim());
-    }
-    if let Some(v) = env.var("SLACK_EVENTS_LISTEN") {
-        c.events_listen = v.trim().to_owned();
-    }
-    if let Some(v) = env.var("SLACK_API_URL") {
-        c.api_url = v.trim().trim_end_matches('/').to_owned();
-    }
-    if let Some(v) = env.var("SLACK_ALLOWED_USERS") {
-        c.allowed_users = list(&v);
-    }
-}
-
-fn list(value: &str) -> Vec<String> {
+/// A comma-, space- or line-separated list.
+pub(super) fn list(value: &str) -> Vec<String> {
     value
         .split([',', ' ', '\n'])
         .map(str::trim)

@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::Secret;
 
 /// Which API a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, …).
@@ -27,7 +27,7 @@ impl ProviderKind {
 }
 
 /// Another provider tried when the main one keeps failing.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FallbackConfig {
     #[serde(default)]
@@ -44,7 +44,7 @@ pub struct FallbackConfig {
 }
 
 /// Prices of a model in US dollars per million tokens, for `/usage`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input: f64,
@@ -56,7 +56,7 @@ pub struct Price {
 }
 
 /// The language model provider.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
     /// `openai` (any OpenAI-compatible API) or `anthropic`.

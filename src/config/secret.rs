@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A credential (bot token, API key). `Debug` and `Display` print `***`; use [`Secret::expose`]
 /// at the one place the value is handed to a client library.
@@ -48,6 +48,13 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Serialized redacted: empty stays empty (so defaults compare), anything else is `***`.
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(if self.0.is_empty() { "" } else { "***" })
+    }
+}
+
 impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         String::deserialize(d).map(Secret)
@@ -62,6 +69,7 @@ mod tests {
     fn secrets_do_not_print() {
         let s = Secret::new("123456:ABCdef");
         assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"***\"");
         assert_eq!(
             s.scrub("GET /bot123456:ABCdef/getMe failed"),
             "GET /bot***/getMe failed"

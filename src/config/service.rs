@@ -1,10 +1,10 @@
 //! Settings of the daemon as a service: the admin HTTP endpoint (health, readiness, metrics,
 //! status) and the housekeeping that keeps the store bounded.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The admin HTTP endpoint: `/healthz`, `/readyz`, `/metrics`, `/status`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     /// Off switch.
@@ -28,7 +28,7 @@ impl Default for AdminConfig {
 }
 
 /// How long finished rows are kept.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
     /// Answered or ignored inbound messages (their ids guard against redelivery) and sent or

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 
 use hermes_adapter::Platform;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// When a conversation starts over by itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ResetMode {
     /// Never (default): only `/new` starts over.
@@ -29,7 +29,7 @@ pub struct ResetPolicy {
 }
 
 /// Overrides of the reset policy for a platform and/or chat kind.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResetOverride {
     pub reset: Option<ResetMode>,
@@ -38,7 +38,7 @@ pub struct ResetOverride {
 }
 
 /// Session lifetime.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SessionsConfig {
     /// `none`, `daily`, `idle` or `both`.

@@ -128,62 +128,105 @@ fn missing_default_file_is_fine() {
     assert_eq!(c.database_path(), dir.path().join("hermes.db"));
 }
 
+/// Every key of the configuration is in the example: set to its default, or (when it has no
+/// default worth writing, like a token or an optional prompt) shown commented out.
 #[test]
 fn the_example_file_is_valid_and_matches_the_defaults() {
     let text = include_str!("../../config/hermes.example.toml");
     let parsed = parse(text).unwrap();
-    let defaults = Config::default();
-    assert_eq!(parsed.agent.max_iterations, defaults.agent.max_iterations);
-    assert_eq!(parsed.tools.toolsets, defaults.tools.toolsets);
-    assert_eq!(parsed.policy.level, defaults.policy.level);
-    assert_eq!(
-        parsed.telegram.poll_timeout_secs,
-        defaults.telegram.poll_timeout_secs
-    );
-    assert_eq!(parsed.discord.api_url, defaults.discord.api_url);
-    assert_eq!(
-        parsed.discord.require_mention,
-        defaults.discord.require_mention
-    );
-    assert_eq!(parsed.discord.auto_thread, defaults.discord.auto_thread);
-    assert_eq!(
-        parsed.discord.message_content,
-        defaults.discord.message_content
-    );
-    assert_eq!(parsed.admin, defaults.admin);
-    assert_eq!(parsed.retention, defaults.retention);
-    assert_eq!(parsed.transcription, defaults.transcription);
-    assert_eq!(
-        parsed.gateway.outage_patience_minutes,
-        defaults.gateway.outage_patience_minutes
-    );
-    assert_eq!(parsed.slack.events_listen, defaults.slack.events_listen);
-    assert_eq!(parsed.slack.api_url, defaults.slack.api_url);
-    assert_eq!(parsed.slack.reply_in_thread, defaults.slack.reply_in_thread);
-    assert_eq!(parsed.email.imap_port, defaults.email.imap_port);
-    assert_eq!(parsed.email.smtp_port, defaults.email.smtp_port);
-    assert_eq!(parsed.email.imap_security, defaults.email.imap_security);
-    assert_eq!(parsed.email.smtp_security, defaults.email.smtp_security);
-    assert_eq!(
-        parsed.email.require_auth_pass,
-        defaults.email.require_auth_pass
-    );
-    assert_eq!(
-        parsed.email.max_attachment_mb,
-        defaults.email.max_attachment_mb
-    );
-    assert_eq!(parsed.email.poll_secs, defaults.email.poll_secs);
-    assert_eq!(parsed.email.force_poll, defaults.email.force_poll);
-    assert_eq!(parsed.matrix.device_name, defaults.matrix.device_name);
-    assert_eq!(
-        parsed.matrix.sync_timeout_secs,
-        defaults.matrix.sync_timeout_secs
-    );
-    assert_eq!(
-        parsed.slack.socket_idle_secs,
-        defaults.slack.socket_idle_secs
-    );
     parsed.validate().unwrap();
+    let defaults = serde_json::to_value(Config::default()).unwrap();
+    let example = serde_json::to_value(toml::from_str::<toml::Table>(text).unwrap()).unwrap();
+    let documented = commented_out(text);
+    let mut problems = Vec::new();
+    compare(&defaults, Some(&example), "", &documented, &mut problems);
+    assert!(
+        problems.is_empty(),
+        "config/hermes.example.toml:\n{}",
+        problems.join("\n")
+    );
+    assert_eq!(
+        serde_json::to_value(&parsed).unwrap(),
+        defaults,
+        "the example, read as a configuration, is the defaults"
+    );
+}
+
+/// Walk the defaults; each leaf (a value, a list, an empty table) must be in the example with
+/// the same value, or be commented out there.
+fn compare(
+    default: &serde_json::Value,
+    example: Option<&serde_json::Value>,
+    path: &str,
+    documented: &std::collections::BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    if let Value::Object(map) = default
+        && !map.is_empty()
+    {
+        for (key, value) in map {
+            let sub = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            compare(
+                value,
+                example.and_then(|e| e.get(key)),
+                &sub,
+                documented,
+                problems,
+            );
+        }
+        return;
+    }
+    let same = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    };
+    match example {
+        Some(e) if !same(default, e) => problems.push(format!(
+            "`{path}` is {e} in the example but {default} by default"
+        )),
+        Some(_) => {}
+        None if documented.contains(path)
+            || documented
+                .iter()
+                .any(|d| d.starts_with(&format!("{path}."))) => {}
+        None => problems.push(format!(
+            "`{path}` (default {default}) is missing: add it, commented out if it has no default"
+        )),
+    }
+}
+
+/// The keys and tables shown commented out (`# key = …`, `# [table]`), as dotted paths.
+fn commented_out(text: &str) -> std::collections::BTreeSet<String> {
+    let header = regex::Regex::new(r"^\[\[?([^\]]+)\]\]?").unwrap();
+    let key = regex::Regex::new(r"^([A-Za-z0-9_]+)\s*=").unwrap();
+    let dotted = |h: &str| h.replace('"', "").trim().to_owned();
+    let (mut section, mut commented_section) = (String::new(), None::<String>);
+    let mut out = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(c) = header.captures(line) {
+            section = dotted(&c[1]);
+            commented_section = None;
+            continue;
+        }
+        let Some(rest) = line.strip_prefix('#').map(str::trim) else {
+            continue;
+        };
+        if let Some(c) = header.captures(rest) {
+            let table = dotted(&c[1]);
+            out.insert(table.clone());
+            commented_section = Some(table);
+        } else if let Some(c) = key.captures(rest) {
+            let table = commented_section.as_ref().unwrap_or(&section);
+            out.insert(format!("{table}.{}", &c[1]));
+        }
+    }
+    out
 }
 
 #[test]

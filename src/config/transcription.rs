@@ -2,11 +2,11 @@
 //! OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI's Whisper, Groq, a local
 //! whisper.cpp or faster-whisper server).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Config, ProviderKind, Secret};
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TranscriptionConfig {
     /// Off: voice messages reach the agent as attachments it cannot open.

@@ -131,80 +131,15 @@ impl Config {
                 "must be at least 1".into(),
             );
         }
-        check_http_url(&self.telegram.api_url).or_else(|p| bad("telegram.api_url", p))?;
-        check_http_url(&self.discord.api_url).or_else(|p| bad("discord.api_url", p))?;
-        self.discord.validate(file)?;
-        self.email.validate(file)?;
-        self.matrix.validate(file)?;
-        if self.telegram.poll_timeout_secs > 50 {
-            return bad(
-                "telegram.poll_timeout_secs",
-                "must be at most 50 (Telegram caps long polls)".into(),
-            );
-        }
-        if let Some(id) = self
-            .telegram
-            .allowed_users
-            .iter()
-            .find(|id| id.parse::<i64>().is_err())
-        {
-            return bad(
-                "telegram.allowed_users",
-                format!(
-                    "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
-                ),
-            );
-        }
-        self.validate_slack()?;
-        Ok(())
-    }
-
-    fn validate_slack(&self) -> Result<(), ConfigError> {
-        let file = self.source.as_deref();
-        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
-        let s = &self.slack;
-        check_http_url(&s.api_url).or_else(|p| bad("slack.api_url", p))?;
-        if s.events_listen.parse::<std::net::SocketAddr>().is_err() {
-            return bad(
-                "slack.events_listen",
-                format!(
-                    "`{}` is not an address with a port (for example \"127.0.0.1:3000\")",
-                    s.events_listen
-                ),
-            );
-        }
-        if s.socket_idle_secs < 5 {
-            return bad("slack.socket_idle_secs", "must be at least 5".into());
-        }
-        if s.is_active() && s.app_token.is_empty() && s.signing_secret.is_empty() {
-            return bad(
-                "slack.app_token",
-                "a bot token is set but nothing receives events: set SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (Events API)".into(),
-            );
-        }
-        if !s.app_token.is_empty() && !s.app_token.expose().starts_with("xapp-") {
-            return bad(
-                "slack.app_token",
-                "is not an app-level token (it starts with `xapp-`; create one under Basic Information > App-Level Tokens)".into(),
-            );
-        }
-        if let Some(id) = s
-            .allowed_users
-            .iter()
-            .find(|id| !id.chars().all(|c| c.is_ascii_alphanumeric()) || id.starts_with('@'))
-        {
-            return bad(
-                "slack.allowed_users",
-                format!(
-                    "`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"
-                ),
-            );
+        for platform in self.platforms() {
+            platform.validate(file)?;
         }
         Ok(())
     }
 }
 
-fn check_http_url(value: &str) -> Result<(), String> {
+/// An http(s) URL with a host, or what is wrong with it.
+pub(super) fn check_http_url(value: &str) -> Result<(), String> {
     match reqwest::Url::parse(value) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
         Ok(_) => Err(format!("`{value}` must be an http:// or https:// URL")),

@@ -6,42 +6,45 @@ use serde::{Deserialize, Serialize};
 
 use crate::UnixMillis;
 
-/// The messaging platforms hermes speaks. `Cli` is the local terminal (`hermes chat`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    Telegram,
-    Discord,
-    Slack,
-    Email,
-    Matrix,
-    Cli,
-    /// Scheduled jobs: their sessions live here; nothing is delivered to it.
-    Cron,
+/// Declares [`Platform`] from one table: each row is a variant, its name in configuration and
+/// session keys, and how the agent refers to it in a sentence.
+macro_rules! platforms {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $title:literal;)*) => {
+        /// The messaging platforms hermes speaks. `Cli` is the local terminal (`hermes chat`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum Platform {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Platform {
+            pub const ALL: &[Platform] = &[$(Platform::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Platform::$variant => $name,)*
+                }
+            }
+
+            /// How the agent names the platform in a sentence ("You are talking on …").
+            pub fn title(self) -> &'static str {
+                match self {
+                    $(Platform::$variant => $title,)*
+                }
+            }
+        }
+    };
 }
 
-impl Platform {
-    pub const ALL: [Platform; 7] = [
-        Platform::Telegram,
-        Platform::Discord,
-        Platform::Slack,
-        Platform::Email,
-        Platform::Matrix,
-        Platform::Cli,
-        Platform::Cron,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Telegram => "telegram",
-            Platform::Discord => "discord",
-            Platform::Slack => "slack",
-            Platform::Email => "email",
-            Platform::Matrix => "matrix",
-            Platform::Cli => "cli",
-            Platform::Cron => "cron",
-        }
-    }
+platforms! {
+    Telegram = "telegram", "Telegram";
+    Discord = "discord", "Discord";
+    Slack = "slack", "Slack";
+    Email = "email", "email";
+    Matrix = "matrix", "Matrix";
+    Cli = "cli", "the terminal";
+    /// Scheduled jobs: their sessions live here; nothing is delivered to it.
+    Cron = "cron", "a schedule";
 }
 
 impl fmt::Display for Platform {
@@ -55,9 +58,16 @@ impl std::str::FromStr for Platform {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Platform::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|p| p.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown platform `{s}` (expected one of telegram, discord, slack, email, matrix, cli, cron)"))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+                format!(
+                    "unknown platform `{s}` (expected one of {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 

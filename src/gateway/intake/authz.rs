@@ -1,5 +1,5 @@
-//! Who may talk to the agent: deny by default, per-platform allowlists, a global allowlist, or
-//! an explicit allow-all.
+//! Who may talk to the agent: deny by default, per-platform allowlists (each platform's section
+//! says who), a global allowlist, or an explicit allow-all.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,6 +14,8 @@ pub struct Authorizer {
     /// `(None, id)`: a bare id from the global list, allowed on every platform.
     global: HashSet<(Option<Platform>, String)>,
     per_platform: HashMap<Platform, HashSet<String>>,
+    /// Platforms whose allowlist entries may name whole domains (email).
+    domains: HashSet<Platform>,
 }
 
 impl Authorizer {
@@ -31,35 +33,21 @@ impl Authorizer {
             })
             .collect();
         let mut per_platform = HashMap::new();
-        per_platform.insert(
-            Platform::Telegram,
-            config.telegram.allowed_users.iter().cloned().collect(),
-        );
-        per_platform.insert(
-            Platform::Discord,
-            config.discord.allowed_users.iter().cloned().collect(),
-        );
-        per_platform.insert(
-            Platform::Slack,
-            config.slack.allowed_users.iter().cloned().collect(),
-        );
-        per_platform.insert(
-            Platform::Email,
-            config
-                .email
-                .allowed_senders
-                .iter()
-                .map(|a| a.to_ascii_lowercase())
-                .collect(),
-        );
-        per_platform.insert(
-            Platform::Matrix,
-            config.matrix.allowed_users.iter().cloned().collect(),
-        );
+        let mut domains = HashSet::new();
+        for section in config.platforms() {
+            per_platform.insert(
+                section.platform(),
+                section.allowed_users().into_iter().collect(),
+            );
+            if section.allowlist_names_domains() {
+                domains.insert(section.platform());
+            }
+        }
         Authorizer {
             allow_all: config.gateway.allow_all_users,
             global,
             per_platform,
+            domains,
         }
     }
 
@@ -68,10 +56,9 @@ impl Authorizer {
             return true;
         }
         let id = user.as_str();
-        self.per_platform
-            .get(&platform)
-            .is_some_and(|set| set.contains(id) || email_domain_allowed(platform, set, id))
-            || self.global.contains(&(Some(platform), id.to_owned()))
+        self.per_platform.get(&platform).is_some_and(|set| {
+            set.contains(id) || (self.domains.contains(&platform) && domain_allowed(set, id))
+        }) || self.global.contains(&(Some(platform), id.to_owned()))
             || self.global.contains(&(None, id.to_owned()))
     }
 
@@ -89,12 +76,10 @@ impl Authorizer {
     }
 }
 
-/// Email allowlists may name whole domains (`example.com` or `@example.com`).
-fn email_domain_allowed(platform: Platform, set: &HashSet<String>, id: &str) -> bool {
-    platform == Platform::Email
-        && id
-            .rsplit_once('@')
-            .is_some_and(|(_, domain)| set.contains(domain) || set.contains(&format!("@{domain}")))
+/// Whether an allowlist names the whole domain of an address (`example.com` or `@example.com`).
+fn domain_allowed(set: &HashSet<String>, id: &str) -> bool {
+    id.rsplit_once('@')
+        .is_some_and(|(_, domain)| set.contains(domain) || set.contains(&format!("@{domain}")))
 }
 
 #[cfg(test)]

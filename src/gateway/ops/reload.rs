@@ -110,7 +110,8 @@ async fn swap(
     let mut kept = Vec::new();
     for adapter in &adapters {
         let p = adapter.platform();
-        if before.contains(&p) && old.platform_fingerprint(p) == new.platform_fingerprint(p) {
+        let changed = old.platform(p).is_none_or(|s| s.adapter_changed(old, &new));
+        if before.contains(&p) && !changed {
             kept.push(p);
             continue;
         }
@@ -142,28 +143,28 @@ async fn swap(
     tracing::info!(?restarted, ?kept, ?stopped, "configuration reloaded");
 }
 
-/// Differences between two configurations in the parts named by `sections`.
+/// The names of the `sections` that differ between two configurations.
 fn differing(old: &Config, new: &Config, sections: &[Section]) -> Vec<&'static str> {
     sections
         .iter()
-        .filter(|(_, part)| part(old) != part(new))
+        .filter(|(_, differ)| differ(old, new))
         .map(|(name, _)| *name)
         .collect()
 }
 
-/// A configuration section by name, printed for comparison.
-type Section = (&'static str, fn(&Config) -> String);
+/// A configuration section by name, and whether it differs between two configurations.
+type Section = (&'static str, fn(&Config, &Config) -> bool);
 
-/// Sections the agent is built from. Secrets print redacted, so the keys are compared apart.
+/// Sections the agent is built from (the keys too: tools keep secrets out of their reach).
 fn agent_changes(old: &Config, new: &Config) -> Vec<&'static str> {
     let sections: [Section; 7] = [
-        ("llm", |c| format!("{:?}", c.llm)),
-        ("agent", |c| format!("{:?}", c.agent)),
-        ("tools", |c| format!("{:?}", c.tools)),
-        ("policy", |c| format!("{:?}", c.policy)),
-        ("memory", |c| format!("{:?}", c.memory)),
-        ("skills", |c| format!("{:?}", c.skills)),
-        ("keys", |c| c.secrets().join("\u{0}")),
+        ("llm", |a, b| a.llm != b.llm),
+        ("agent", |a, b| a.agent != b.agent),
+        ("tools", |a, b| a.tools != b.tools),
+        ("policy", |a, b| a.policy != b.policy),
+        ("memory", |a, b| a.memory != b.memory),
+        ("skills", |a, b| a.skills != b.skills),
+        ("keys", |a, b| a.secrets() != b.secrets()),
     ];
     differing(old, new, &sections)
 }
@@ -171,10 +172,10 @@ fn agent_changes(old: &Config, new: &Config) -> Vec<&'static str> {
 /// Sections the scheduler and the endpoints were built from, which a reload cannot change.
 fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
     let sections: [Section; 3] = [
-        ("cron", |c| format!("{:?}", c.cron)),
-        ("admin", |c| format!("{:?}", c.admin)),
-        ("gateway.max_concurrent_turns", |c| {
-            c.gateway.max_concurrent_turns.to_string()
+        ("cron", |a, b| a.cron != b.cron),
+        ("admin", |a, b| a.admin != b.admin),
+        ("gateway.max_concurrent_turns", |a, b| {
+            a.gateway.max_concurrent_turns != b.gateway.max_concurrent_turns
         }),
     ];
     differing(old, new, &sections)

@@ -1,15 +1,20 @@
-//! The `[matrix]` section: the bot's Matrix account, its homeserver, and who may talk to it.
+//! `[matrix]`: the bot's Matrix account, its homeserver, who may talk to it, and the adapter
+//! built from them.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use serde::Deserialize;
+use hermes_adapter::{Adapter, Platform};
+use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, EnvSource, Secret};
+use super::PlatformSection;
+use crate::config::env::list;
+use crate::config::{Config, ConfigError, EnvSource, Secret};
 
 /// The Matrix adapter. It runs when enabled with a homeserver, a user id and a password or an
 /// access token. The login (device id and token) is kept in `$HERMES_HOME/matrix`, so the bot
 /// stays one device, with one set of encryption keys, across restarts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MatrixConfig {
     /// Off switch.
@@ -46,16 +51,32 @@ impl Default for MatrixConfig {
     }
 }
 
-impl MatrixConfig {
-    pub fn is_active(&self) -> bool {
+impl PlatformSection for MatrixConfig {
+    fn platform(&self) -> Platform {
+        Platform::Matrix
+    }
+
+    fn is_active(&self) -> bool {
         self.enabled
             && !self.homeserver.is_empty()
             && !self.user_id.is_empty()
             && (!self.password.is_empty() || !self.access_token.is_empty())
     }
 
+    fn how_to_enable(&self) -> &'static str {
+        "MATRIX_HOMESERVER with MATRIX_USER_ID and MATRIX_PASSWORD"
+    }
+
+    fn allowed_users(&self) -> Vec<String> {
+        self.allowed_users.clone()
+    }
+
+    fn secrets(&self) -> Vec<&str> {
+        vec![self.password.expose(), self.access_token.expose()]
+    }
+
     /// `MATRIX_*` variables over the file's values.
-    pub(super) fn overlay(&mut self, env: &dyn EnvSource) {
+    fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
         let text = |name: &str| env.var(name).map(|v| v.trim().to_owned());
         if let Some(v) = text("MATRIX_HOMESERVER") {
             self.homeserver = v.trim_end_matches('/').to_owned();
@@ -70,16 +91,12 @@ impl MatrixConfig {
             self.access_token = Secret::new(v);
         }
         if let Some(v) = text("MATRIX_ALLOWED_USERS") {
-            self.allowed_users = v
-                .split([',', ' ', '\n'])
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect();
+            self.allowed_users = list(&v);
         }
+        Ok(())
     }
 
-    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+    fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
         if !self.homeserver.is_empty()
             && !matches!(
@@ -129,18 +146,67 @@ impl MatrixConfig {
         Ok(())
     }
 
-    /// Feed the settings the adapter is built from to `h` (reloads restart it when they change).
-    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
-        use std::hash::Hash;
-        (self.enabled, &self.homeserver, &self.user_id).hash(h);
-        (self.password.expose(), self.access_token.expose()).hash(h);
-        (
-            &self.allowed_users,
-            &self.device_name,
-            self.sync_timeout_secs,
-        )
-            .hash(h);
+    fn summary(&self) -> String {
+        if self.is_active() {
+            format!(
+                "on, {} on {}, {} allowed user(s)",
+                self.user_id,
+                self.homeserver,
+                self.allowed_users.len()
+            )
+        } else {
+            "off (set MATRIX_HOMESERVER, MATRIX_USER_ID and MATRIX_PASSWORD)".to_owned()
+        }
     }
+
+    /// The adapter accepts invites from the people the bot serves, so the allowlists count.
+    fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
+        old.matrix != new.matrix || inviters(old) != inviters(new)
+    }
+
+    fn build(&self, config: &Config) -> Result<Arc<dyn Adapter>, String> {
+        #[cfg(feature = "matrix")]
+        {
+            use hermes_matrix::{Credentials, MatrixAdapter, MatrixSettings};
+            let credentials = if self.password.is_empty() {
+                Credentials::AccessToken(self.access_token.expose().to_owned())
+            } else {
+                Credentials::Password(self.password.expose().to_owned())
+            };
+            Ok(Arc::new(MatrixAdapter::new(MatrixSettings {
+                homeserver: self
+                    .homeserver
+                    .parse()
+                    .map_err(|e| format!("matrix.homeserver: {e}"))?,
+                user_id: self.user_id.clone(),
+                credentials,
+                allowed_inviters: inviters(config),
+                state_dir: config.home.join("matrix"),
+                sync_timeout: std::time::Duration::from_secs(self.sync_timeout_secs),
+                device_name: self.device_name.clone(),
+            })))
+        }
+        #[cfg(not(feature = "matrix"))]
+        Err(super::left_out("matrix", "MATRIX_HOMESERVER"))
+    }
+}
+
+/// Whose invites are accepted: the people the bot serves, from the Matrix allowlist and the
+/// global one's Matrix ids (`matrix:@a:b` or a bare `@a:b`); `*` when everyone is served.
+fn inviters(config: &Config) -> Vec<String> {
+    if config.gateway.allow_all_users {
+        return vec!["*".into()];
+    }
+    let global = config
+        .gateway
+        .allowed_on(Platform::Matrix, |e| e.starts_with('@'));
+    config
+        .matrix
+        .allowed_users
+        .iter()
+        .cloned()
+        .chain(global)
+        .collect()
 }
 
 /// `@localpart:server`.
@@ -167,7 +233,7 @@ mod tests {
         ];
         let mut c = MatrixConfig::default();
         assert!(!c.is_active());
-        c.overlay(&env);
+        c.overlay(&env).unwrap();
         c.validate(None).unwrap();
         assert!(c.is_active());
         assert_eq!(c.homeserver, "https://matrix.example.org");

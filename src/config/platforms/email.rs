@@ -1,13 +1,17 @@
-//! The `[email]` section: the bot's mailbox (IMAP in, SMTP out) and who may write to it.
+//! `[email]`: the bot's mailbox (IMAP in, SMTP out), who may write to it, and the adapter built
+//! from them.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use serde::Deserialize;
+use hermes_adapter::{Adapter, Platform};
+use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, EnvSource, Secret};
+use super::PlatformSection;
+use crate::config::{Config, ConfigError, EnvSource, Secret};
 
 /// The Email adapter. It runs when enabled with an address, a password and both servers' hosts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EmailConfig {
     /// Off switch.
@@ -74,10 +78,6 @@ impl Default for EmailConfig {
 }
 
 impl EmailConfig {
-    pub fn is_active(&self) -> bool {
-        self.enabled && !self.address.is_empty() && !self.imap_host.is_empty()
-    }
-
     /// The IMAP login and password.
     pub fn imap_login(&self) -> (&str, &str) {
         (
@@ -110,9 +110,42 @@ impl EmailConfig {
         };
         (user, pass)
     }
+}
+
+impl PlatformSection for EmailConfig {
+    fn platform(&self) -> Platform {
+        Platform::Email
+    }
+
+    fn is_active(&self) -> bool {
+        self.enabled && !self.address.is_empty() && !self.imap_host.is_empty()
+    }
+
+    fn how_to_enable(&self) -> &'static str {
+        "EMAIL_ADDRESS with EMAIL_IMAP_HOST and EMAIL_SMTP_HOST"
+    }
+
+    fn allowed_users(&self) -> Vec<String> {
+        self.allowed_senders
+            .iter()
+            .map(|a| a.to_ascii_lowercase())
+            .collect()
+    }
+
+    fn allowlist_names_domains(&self) -> bool {
+        true
+    }
+
+    fn secrets(&self) -> Vec<&str> {
+        vec![
+            self.password.expose(),
+            self.imap_password.expose(),
+            self.smtp_password.expose(),
+        ]
+    }
 
     /// `EMAIL_*` variables over the file's values.
-    pub(super) fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
+    fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
         let text = |name: &str| env.var(name).map(|v| v.trim().to_owned());
         let port = |name: &str| -> Result<Option<u16>, ConfigError> {
             match env.var(name) {
@@ -173,7 +206,7 @@ impl EmailConfig {
         Ok(())
     }
 
-    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+    fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
         for (key, value) in [
             ("email.imap_security", &self.imap_security),
             ("email.smtp_security", &self.smtp_security),
@@ -215,30 +248,85 @@ impl EmailConfig {
         Ok(())
     }
 
-    /// Feed the settings the adapter is built from to `h` (reloads restart it when they change).
-    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
-        use std::hash::Hash;
-        (self.enabled, &self.address, self.password.expose()).hash(h);
-        (
-            &self.imap_host,
-            self.imap_port,
-            &self.imap_security,
-            &self.imap_user,
-        )
-            .hash(h);
-        (self.imap_password.expose(), &self.smtp_host, self.smtp_port).hash(h);
-        (
-            &self.smtp_security,
-            &self.smtp_user,
-            self.smtp_password.expose(),
-        )
-            .hash(h);
-        (
-            &self.allowed_senders,
-            self.require_auth_pass,
-            self.max_attachment_mb,
-        )
-            .hash(h);
-        (self.force_poll, self.poll_secs, &self.sent_folder).hash(h);
+    fn summary(&self) -> String {
+        if self.is_active() {
+            format!(
+                "on, {} via IMAP {}:{}, {} allowed sender(s)",
+                self.address,
+                self.imap_host,
+                self.imap_port,
+                self.allowed_senders.len()
+            )
+        } else {
+            "off (set EMAIL_ADDRESS and EMAIL_IMAP_HOST)".to_owned()
+        }
     }
+
+    /// The adapter filters senders itself (before a mail is stored), so its allowlist and the
+    /// global one's addresses count.
+    fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
+        old.email != new.email || senders(old) != senders(new)
+    }
+
+    fn build(&self, config: &Config) -> Result<Arc<dyn Adapter>, String> {
+        #[cfg(feature = "email")]
+        {
+            use hermes_email::{EmailAdapter, EmailSettings, Rules, ServerSettings};
+            let (imap_user, imap_pass) = self.imap_login();
+            let (smtp_user, smtp_pass) = self.smtp_login();
+            let adapter = EmailAdapter::new(EmailSettings {
+                address: self.address.to_ascii_lowercase(),
+                imap: ServerSettings {
+                    host: self.imap_host.clone(),
+                    port: self.imap_port,
+                    security: self.imap_security.parse()?,
+                    user: imap_user.to_owned(),
+                    password: imap_pass.to_owned(),
+                },
+                smtp: ServerSettings {
+                    host: self.smtp_host.clone(),
+                    port: self.smtp_port,
+                    security: self.smtp_security.parse()?,
+                    user: smtp_user.to_owned(),
+                    password: smtp_pass.to_owned(),
+                },
+                rules: Rules {
+                    own_address: self.address.to_ascii_lowercase(),
+                    allowed_senders: senders(config),
+                    require_auth_pass: self.require_auth_pass,
+                    max_attachment_bytes: self.max_attachment_mb * 1024 * 1024,
+                },
+                state_dir: config.home.clone(),
+                force_poll: self.force_poll,
+                poll_interval: std::time::Duration::from_secs(self.poll_secs),
+                // Re-IDLE every minute: the supervisor expects a heartbeat well within its
+                // silence limit.
+                idle_refresh: std::time::Duration::from_secs(60),
+                sent_folder: (!self.sent_folder.is_empty()).then(|| self.sent_folder.clone()),
+            })?;
+            Ok(Arc::new(adapter))
+        }
+        #[cfg(not(feature = "email"))]
+        Err(super::left_out("email", "EMAIL_IMAP_HOST"))
+    }
+}
+
+/// Whom the adapter reads mail from: `*` for everyone, else the section's allowlist and the
+/// global allowlist's addresses (`email:a@b` or a bare `a@b`).
+fn senders(config: &Config) -> Vec<String> {
+    if config.gateway.allow_all_users {
+        return vec!["*".into()];
+    }
+    let global = config
+        .gateway
+        .allowed_on(Platform::Email, |e| e.contains('@'))
+        .into_iter()
+        .map(|e| e.to_ascii_lowercase());
+    config
+        .email
+        .allowed_senders
+        .iter()
+        .cloned()
+        .chain(global)
+        .collect()
 }

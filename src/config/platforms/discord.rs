@@ -1,13 +1,19 @@
-//! The `[discord]` section: the bot token, who is heard, and where the bot answers.
+//! `[discord]`: the bot token, who is heard, where the bot answers, and the adapter built from
+//! them.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use serde::Deserialize;
+use hermes_adapter::{Adapter, Platform};
+use serde::{Deserialize, Serialize};
 
-use super::{ConfigError, EnvSource, Secret};
+use super::PlatformSection;
+use crate::config::env::list;
+use crate::config::validate::check_http_url;
+use crate::config::{Config, ConfigError, EnvSource, Secret};
 
 /// The Discord adapter.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiscordConfig {
     /// Off switch; Discord runs when this is true and a token is set.
@@ -59,27 +65,47 @@ impl Default for DiscordConfig {
 }
 
 impl DiscordConfig {
-    pub fn is_active(&self) -> bool {
+    /// Parsed id lists for the adapter (validated before).
+    pub fn ids(list: &[String]) -> Vec<u64> {
+        list.iter()
+            .filter_map(|id| id.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl PlatformSection for DiscordConfig {
+    fn platform(&self) -> Platform {
+        Platform::Discord
+    }
+
+    fn is_active(&self) -> bool {
         self.enabled && !self.bot_token.is_empty()
     }
 
+    fn how_to_enable(&self) -> &'static str {
+        "DISCORD_BOT_TOKEN (from the Discord developer portal)"
+    }
+
+    fn allowed_users(&self) -> Vec<String> {
+        self.allowed_users.clone()
+    }
+
+    fn secrets(&self) -> Vec<&str> {
+        vec![self.bot_token.expose()]
+    }
+
     /// Apply the `DISCORD_*` environment variables.
-    pub(super) fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
+    fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
         if let Some(v) = env.var("DISCORD_BOT_TOKEN") {
             self.bot_token = Secret::new(v.trim());
         }
-        for (var, list) in [
+        for (var, list_of) in [
             ("DISCORD_ALLOWED_USERS", &mut self.allowed_users),
             ("DISCORD_ALLOWED_ROLES", &mut self.allowed_roles),
             ("DISCORD_ALLOWED_GUILDS", &mut self.allowed_guilds),
         ] {
             if let Some(v) = env.var(var) {
-                let ids: Vec<String> = v
-                    .split([',', ' ', '\n'])
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect();
+                let ids = list(&v);
                 if let Some(bad) = ids.iter().find(|id| !is_snowflake(id)) {
                     return Err(ConfigError::env(
                         var,
@@ -88,7 +114,7 @@ impl DiscordConfig {
                         ),
                     ));
                 }
-                *list = ids;
+                *list_of = ids;
             }
         }
         if let Some(v) = env.var("DISCORD_API_URL") {
@@ -100,8 +126,10 @@ impl DiscordConfig {
         Ok(())
     }
 
-    /// Check every id list; the URL is checked with the other URLs.
-    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+    /// Check the URLs and every id list.
+    fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        check_http_url(&self.api_url)
+            .map_err(|p| ConfigError::invalid(file, "discord.api_url", p))?;
         for (key, list) in [
             ("discord.allowed_users", &self.allowed_users),
             ("discord.allowed_roles", &self.allowed_roles),
@@ -136,31 +164,47 @@ impl DiscordConfig {
         Ok(())
     }
 
-    /// Feed the settings the adapter is built from (not the user allowlist, which the core
-    /// applies) to `h`, so a reload restarts the adapter only when they change.
-    pub(super) fn hash_settings(&self, h: &mut impl std::hash::Hasher) {
-        use std::hash::Hash;
-        (
-            self.enabled,
-            self.bot_token.expose(),
-            &self.api_url,
-            &self.gateway_url,
-        )
-            .hash(h);
-        (
-            &self.allowed_roles,
-            &self.allowed_guilds,
-            &self.free_response_channels,
-        )
-            .hash(h);
-        (self.require_mention, self.auto_thread, self.message_content).hash(h);
+    fn summary(&self) -> String {
+        if self.is_active() {
+            format!("on, {} allowed user(s)", self.allowed_users.len())
+        } else {
+            "off (set DISCORD_BOT_TOKEN)".to_owned()
+        }
     }
 
-    /// Parsed id lists for the adapter (validated before).
-    pub fn ids(list: &[String]) -> Vec<u64> {
-        list.iter()
-            .filter_map(|id| id.trim().parse().ok())
-            .collect()
+    fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
+        super::differ(&old.discord, &new.discord, |c| c.allowed_users.clear())
+    }
+
+    fn build(&self, _config: &Config) -> Result<Arc<dyn Adapter>, String> {
+        #[cfg(feature = "discord")]
+        {
+            let api_url = self
+                .api_url
+                .parse()
+                .map_err(|e| format!("discord.api_url: {e}"))?;
+            let gateway_url = self
+                .gateway_url
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|e| format!("discord.gateway_url: {e}"))?;
+            Ok(Arc::new(hermes_discord::DiscordAdapter::new(
+                hermes_discord::DiscordSettings {
+                    token: self.bot_token.expose().to_owned(),
+                    api_url,
+                    gateway_url,
+                    allowed_guilds: Self::ids(&self.allowed_guilds),
+                    allowed_roles: Self::ids(&self.allowed_roles),
+                    free_response_channels: Self::ids(&self.free_response_channels),
+                    require_mention: self.require_mention,
+                    auto_thread: self.auto_thread,
+                    message_content: self.message_content,
+                },
+            )))
+        }
+        #[cfg(not(feature = "discord"))]
+        Err(super::left_out("discord", "DISCORD_BOT_TOKEN"))
     }
 }
 
@@ -202,20 +246,18 @@ mod tests {
 
     #[test]
     fn a_reload_restarts_discord_only_when_its_settings_change() {
-        let fp = |c: &DiscordConfig| {
-            let config = super::super::Config {
-                discord: c.clone(),
-                ..Default::default()
-            };
-            config.platform_fingerprint(hermes_adapter::Platform::Discord)
+        let with = |c: &DiscordConfig| Config {
+            discord: c.clone(),
+            ..Default::default()
         };
+        let changed = |a: &DiscordConfig, b: &DiscordConfig| a.adapter_changed(&with(a), &with(b));
         let base = DiscordConfig::default();
         let mut users = base.clone();
         users.allowed_users = vec!["5".into()];
-        assert_eq!(fp(&base), fp(&users), "the allowlist is the core's");
+        assert!(!changed(&base, &users), "the allowlist is the core's");
         let mut threads = base.clone();
         threads.auto_thread = true;
-        assert_ne!(fp(&base), fp(&threads));
+        assert!(changed(&base, &threads));
     }
 
     #[test]

@@ -1,0 +1,76 @@
+//! `[gateway]`: who is served everywhere, what a busy session does with a new message, how
+//! sessions and delivery are bounded.
+
+use hermes_adapter::{GroupSessions, Platform};
+use serde::{Deserialize, Serialize};
+
+/// What happens to a message that arrives while its session is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyMode {
+    /// Stop the running turn at the next safe point and answer everything received so far in
+    /// one new turn.
+    #[default]
+    Interrupt,
+    /// Answer each message in order, one turn each.
+    Queue,
+}
+
+/// The daemon: who is served, how sessions and delivery behave.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Users allowed on every platform: `platform:id` or a bare id. Env: `HERMES_ALLOWED_USERS`
+    /// (comma-separated).
+    pub allowed_users: Vec<String>,
+    /// Serve everyone who can reach the bot. Env: `HERMES_ALLOW_ALL_USERS=true`.
+    pub allow_all_users: bool,
+    pub busy_mode: BusyMode,
+    pub group_sessions: GroupSessions,
+    /// Agent turns running at once across all sessions.
+    pub max_concurrent_turns: usize,
+    /// An idle session's lane is dropped from memory after this long (its history stays stored).
+    /// Fractions are allowed (`0.5` = 30 s).
+    pub session_idle_minutes: f64,
+    /// On SIGTERM/SIGINT, how long running turns may take to finish before the daemon exits
+    /// (unfinished work is resumed on the next start).
+    pub shutdown_grace_secs: u64,
+    /// Attempts to send one outbound message before it is marked failed.
+    pub send_max_attempts: u32,
+    /// While the model provider is down (unavailable, rate limiting, timing out), messages wait
+    /// and are retried; after this many minutes of failures the user is told it failed.
+    pub outage_patience_minutes: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            allowed_users: Vec::new(),
+            allow_all_users: false,
+            busy_mode: BusyMode::default(),
+            group_sessions: GroupSessions::default(),
+            max_concurrent_turns: 8,
+            session_idle_minutes: 60.0,
+            shutdown_grace_secs: 20,
+            send_max_attempts: 8,
+            outage_patience_minutes: 60,
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The global allowlist's ids for `platform`: its `platform:id` entries, and the bare ids
+    /// that `looks_like` takes for one of its ids (an address, a `@user:server`).
+    pub fn allowed_on(&self, platform: Platform, looks_like: impl Fn(&str) -> bool) -> Vec<String> {
+        self.allowed_users
+            .iter()
+            .map(|e| e.trim())
+            .filter_map(|e| match e.split_once(':') {
+                Some((p, id)) if p.parse::<Platform>().is_ok() => {
+                    (p.parse::<Platform>() == Ok(platform)).then(|| id.trim().to_owned())
+                }
+                _ => looks_like(e).then(|| e.to_owned()),
+            })
+            .collect()
+    }
+}

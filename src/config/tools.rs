@@ -1,0 +1,83 @@
+//! `[tools]`: the workspace the tools are confined to, the toolsets enabled everywhere and per
+//! platform, and the tools' limits. The toolset table names which built-in tools each toolset
+//! enables; the agent's toolbox registers exactly these tools (a test there says so).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use hermes_adapter::Platform;
+use serde::{Deserialize, Serialize};
+
+/// Which tools exist and how they are confined.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Directory the file and terminal tools work in (and cannot leave). Default
+    /// `$HERMES_HOME/workspace`.
+    pub workspace: Option<PathBuf>,
+    /// Toolsets enabled everywhere: `core`, `files`, `terminal`, `web`, `delegate`.
+    pub toolsets: Vec<String>,
+    /// Toolsets per platform, replacing `toolsets` there (`[tools.platforms] telegram = [...]`).
+    pub platforms: HashMap<Platform, Vec<String>>,
+    /// Let `web_fetch` reach loopback, private and link-local addresses (intranets).
+    pub web_allow_private: bool,
+    /// Default timeout of a terminal command, in seconds (the model may ask for up to 600).
+    pub terminal_timeout_secs: u64,
+    /// Model calls a `delegate_task` subagent may make.
+    pub subagent_max_iterations: u32,
+    /// Subagents running at once across the daemon.
+    pub max_concurrent_subagents: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            workspace: None,
+            toolsets: TOOLSETS
+                .iter()
+                .map(|(name, _)| (*name).to_owned())
+                .collect(),
+            platforms: HashMap::new(),
+            web_allow_private: false,
+            terminal_timeout_secs: 60,
+            subagent_max_iterations: 50,
+            max_concurrent_subagents: 3,
+        }
+    }
+}
+
+/// Named groups of tools that configuration enables per platform.
+pub const TOOLSETS: &[(&str, &[&str])] = &[
+    ("core", &["current_time", "todo", "clarify"]),
+    ("memory", &["memory", "session_search"]),
+    ("skills", &["skills_list", "skill_view", "skill_manage"]),
+    (
+        "files",
+        &[
+            "read_file",
+            "write_file",
+            "patch_file",
+            "search_files",
+            "list_dir",
+            "send_file",
+        ],
+    ),
+    ("terminal", &["terminal"]),
+    ("web", &["web_fetch"]),
+    ("delegate", &["delegate_task"]),
+    ("cron", &["cronjob"]),
+];
+
+/// Whether `name` is a built-in tool.
+pub fn is_builtin(name: &str) -> bool {
+    TOOLSETS.iter().any(|(_, tools)| tools.contains(&name))
+}
+
+/// The tool names enabled by `toolsets`.
+pub fn tools_in(toolsets: &[String]) -> Vec<&'static str> {
+    TOOLSETS
+        .iter()
+        .filter(|(name, _)| toolsets.iter().any(|s| s == name))
+        .flat_map(|(_, tools)| tools.iter().copied())
+        .collect()
+}
