@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hermes::store::{SearchScope, Store};
+use hermes::store::{Search, SearchScope, SqliteStore as Store};
 use hermes_adapter::SessionKey;
 use rusqlite::params;
 

@@ -13,7 +13,7 @@ use hermes::config::{Config, Secret};
 use hermes::cron::{CronControl, ManualClock};
 use hermes::gateway::Gateway;
 use hermes::llm::OpenAiProvider;
-use hermes::store::Store;
+use hermes::store::{CronStore, Store};
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
 use serde_json::json;
 use support::daemon::{ALICE, TOKEN, World};
@@ -240,7 +240,7 @@ async fn missed_runs_follow_the_grace_policy() {
     add_job(&w, "every 1h");
     add_job(&w, "every 1h");
     // Job 1 was due 30 minutes ago (within grace), job 2 five hours ago (beyond).
-    let store = Store::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = hermes::store::SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
     let now = hermes_adapter::now_millis();
     store
         .call(move |c| {

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use hermes::store::Store;
+use hermes::store::SqliteStore;
 use support::daemon::{ALICE, World};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -31,7 +31,7 @@ async fn an_idle_session_starts_over_and_the_user_is_told() {
     );
 
     // Two hours pass without a message.
-    let store = Store::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
     store
         .call(|c| Ok(c.execute("UPDATE sessions SET updated_at = updated_at - 7200000", [])?))
         .await

@@ -140,7 +140,7 @@ impl Run<'_> {
                     Some(answer) if answer.allows() => {
                         if let Err(e) = self
                             .perms
-                            .remember(&self.agent.store, spec.name, answer)
+                            .remember(&*self.agent.store, spec.name, answer)
                             .await
                         {
                             tracing::warn!(error = %e, "cannot store a permission grant");

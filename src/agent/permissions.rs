@@ -10,13 +10,13 @@ use std::collections::BTreeSet;
 use hermes_adapter::{SessionKey, UserId};
 
 use crate::policy::{Answer, Level};
-use crate::store::{Result, Store, key_scope};
+use crate::store::{Result, Settings, key_scope};
 
 const LEVEL: &str = "permission_level";
 const GRANTS: &str = "grants";
 
 /// The level set for `key` with `/permissions`, if any.
-pub async fn stored_level(store: &Store, key: &SessionKey) -> Result<Option<Level>> {
+pub async fn stored_level(store: &dyn Settings, key: &SessionKey) -> Result<Option<Level>> {
     Ok(store
         .setting(&key_scope(key), LEVEL)
         .await?
@@ -24,7 +24,7 @@ pub async fn stored_level(store: &Store, key: &SessionKey) -> Result<Option<Leve
 }
 
 /// Set (or with `None`, reset to the default) the level of `key`.
-pub async fn set_level(store: &Store, key: &SessionKey, level: Option<Level>) -> Result<()> {
+pub async fn set_level(store: &dyn Settings, key: &SessionKey, level: Option<Level>) -> Result<()> {
     match level {
         Some(l) => store.set_setting(&key_scope(key), LEVEL, l.as_str()).await,
         None => store.delete_setting(&key_scope(key), LEVEL).await,
@@ -41,7 +41,7 @@ pub struct Permissions {
     user_grants: BTreeSet<String>,
 }
 
-async fn grants(store: &Store, scope: &Option<String>) -> Result<BTreeSet<String>> {
+async fn grants(store: &dyn Settings, scope: &Option<String>) -> Result<BTreeSet<String>> {
     let Some(scope) = scope else {
         return Ok(BTreeSet::new());
     };
@@ -66,7 +66,7 @@ impl Permissions {
 
     /// Load the state of a session for a turn asked by `requester`.
     pub async fn load(
-        store: &Store,
+        store: &dyn Settings,
         default: Level,
         key: &SessionKey,
         session_id: i64,
@@ -90,7 +90,12 @@ impl Permissions {
     }
 
     /// Remember a "for this session" or "always" answer.
-    pub async fn remember(&mut self, store: &Store, tool: &str, answer: Answer) -> Result<()> {
+    pub async fn remember(
+        &mut self,
+        store: &dyn Settings,
+        tool: &str,
+        answer: Answer,
+    ) -> Result<()> {
         let (set, scope) = match answer {
             Answer::Session => (&mut self.session_grants, &self.session_scope),
             Answer::Always => (&mut self.user_grants, &self.user_scope),
@@ -113,25 +118,25 @@ mod tests {
 
     #[tokio::test]
     async fn grants_persist_in_their_scopes() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::store::Store::open_in_memory().unwrap();
         let key = SessionKey::direct(Platform::Telegram, "5");
         let user: UserId = "5".into();
-        let mut p = Permissions::load(&store, Level::Auto, &key, 1, Some(&user))
+        let mut p = Permissions::load(&*store, Level::Auto, &key, 1, Some(&user))
             .await
             .unwrap();
         assert!(!p.granted("terminal"));
-        p.remember(&store, "terminal", Answer::Session)
+        p.remember(&*store, "terminal", Answer::Session)
             .await
             .unwrap();
-        p.remember(&store, "web_fetch", Answer::Always)
+        p.remember(&*store, "web_fetch", Answer::Always)
             .await
             .unwrap();
-        let same = Permissions::load(&store, Level::Auto, &key, 1, Some(&user))
+        let same = Permissions::load(&*store, Level::Auto, &key, 1, Some(&user))
             .await
             .unwrap();
         assert!(same.granted("terminal") && same.granted("web_fetch"));
         // A new session keeps the standing grant, not the session one.
-        let next = Permissions::load(&store, Level::Auto, &key, 2, Some(&user))
+        let next = Permissions::load(&*store, Level::Auto, &key, 2, Some(&user))
             .await
             .unwrap();
         assert!(!next.granted("terminal") && next.granted("web_fetch"));
@@ -139,15 +144,15 @@ mod tests {
 
     #[tokio::test]
     async fn the_stored_level_wins_over_the_default() {
-        let store = Store::open_in_memory().unwrap();
+        let store = crate::store::Store::open_in_memory().unwrap();
         let key = SessionKey::direct(Platform::Telegram, "5");
-        set_level(&store, &key, Some(Level::Safe)).await.unwrap();
-        let p = Permissions::load(&store, Level::FullAccess, &key, 1, None)
+        set_level(&*store, &key, Some(Level::Safe)).await.unwrap();
+        let p = Permissions::load(&*store, Level::FullAccess, &key, 1, None)
             .await
             .unwrap();
         assert_eq!(p.level, Level::Safe);
-        set_level(&store, &key, None).await.unwrap();
-        let p = Permissions::load(&store, Level::FullAccess, &key, 1, None)
+        set_level(&*store, &key, None).await.unwrap();
+        let p = Permissions::load(&*store, Level::FullAccess, &key, 1, None)
             .await
             .unwrap();
         assert_eq!(p.level, Level::FullAccess);

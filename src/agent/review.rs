@@ -141,7 +141,7 @@ impl Agent {
             )),
         ];
         let perms = Permissions::load(
-            &self.store,
+            &*self.store,
             self.config.level(session.key.platform),
             &session.key,
             session.id,

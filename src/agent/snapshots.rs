@@ -7,11 +7,11 @@ use hermes_adapter::SessionKey;
 use super::Agent;
 use crate::skills::{Availability, SkillLibrary, SkillSources};
 use crate::store::key_scope;
-use crate::store::{SessionRow, Store, StoreError};
+use crate::store::{SessionRow, Settings, StoreError};
 
 /// The skills a session key is restricted to (`/skills only …`), if any.
 pub async fn enabled_skills(
-    store: &Store,
+    store: &dyn Settings,
     key: &SessionKey,
 ) -> Result<Option<Vec<String>>, StoreError> {
     Ok(store
@@ -22,7 +22,7 @@ pub async fn enabled_skills(
 
 /// Restrict a session key to `skills` (`None`: all available skills).
 pub async fn set_enabled_skills(
-    store: &Store,
+    store: &dyn Settings,
     key: &SessionKey,
     skills: Option<&[String]>,
 ) -> Result<(), StoreError> {
@@ -69,7 +69,7 @@ impl Agent {
         if let Some(frozen) = self.store.setting(&scope, "skills_index").await? {
             return Ok(Some(frozen).filter(|s| !s.is_empty()));
         }
-        let only = enabled_skills(&self.store, &session.key).await?;
+        let only = enabled_skills(&*self.store, &session.key).await?;
         let platform = session.key.platform;
         let toolsets = self.config.toolsets(platform).to_vec();
         let sources = SkillSources::for_home(&self.config.home);

@@ -207,7 +207,7 @@ impl Fixture {
             ctx: ToolContext::for_tests(),
             control: TurnControl::default(),
             perms: Permissions::load(
-                &self.agent.store,
+                &*self.agent.store,
                 self.agent.config.level(Platform::Telegram),
                 &key,
                 session.id,

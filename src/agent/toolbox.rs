@@ -27,7 +27,7 @@ pub fn builtin(
     })?;
     let mut r = ToolRegistry::new();
     r.register(Arc::new(tools::CurrentTime::default()));
-    r.register(Arc::new(tools::Todo::new(store.clone())));
+    r.register(Arc::new(tools::Todo::new(store.settings())));
     r.register(Arc::new(tools::Clarify::new(Duration::from_secs(
         config.policy.clarify_timeout_secs,
     ))));
@@ -82,7 +82,7 @@ pub fn builtin(
         .or_else(|| jiff::tz::TimeZone::system().iana_name().map(str::to_owned))
         .unwrap_or_else(|| "UTC".to_owned());
     r.register(Arc::new(crate::cron::CronTool::new(
-        store.clone(),
+        store.cron(),
         cron.clone(),
         default_tz,
     )));

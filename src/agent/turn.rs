@@ -73,7 +73,7 @@ impl Agent {
         messages.extend(repair_history(history));
         attach_images(&mut messages, input.new_messages);
         let perms = Permissions::load(
-            &self.store,
+            &*self.store,
             self.config.level(platform),
             &session.key,
             session.id,

@@ -105,7 +105,7 @@ async fn list(config: &Config, sources: &SkillSources) -> Outcome {
     }
     for skill in library.skills() {
         let uses = match &store {
-            Some(s) => skills::usage(s, &skill.name)
+            Some(s) => skills::usage(&**s, &skill.name)
                 .await
                 .map_or("?".into(), |u| u.count.to_string()),
             None => "?".into(),
@@ -190,7 +190,7 @@ async fn show(config: &Config, sources: &SkillSources, name: &str) -> Outcome {
     fact(&mut out, "stands in for toolsets", &m.fallback_for_toolsets);
     fact(&mut out, "related skills", &m.related_skills);
     if let Some(store) = store(config)
-        && let Ok(u) = skills::usage(&store, &skill.name).await
+        && let Ok(u) = skills::usage(&*store, &skill.name).await
     {
         let last = u.last_used.map_or(String::new(), |t| {
             format!(", last {}", t.round(jiff::Unit::Second).unwrap_or(t))
@@ -300,7 +300,7 @@ async fn remove(config: &Config, sources: &SkillSources, name: &str) -> Outcome 
         ));
     }
     if let Some(store) = store(config) {
-        let _ = skills::forget_usage(&store, name).await;
+        let _ = skills::forget_usage(&*store, name).await;
     }
     emit(&format!("removed {name}\n"))
 }

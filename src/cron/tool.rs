@@ -1,6 +1,7 @@
 //! The `cronjob` tool: the agent creates, lists, changes, pauses and removes scheduled jobs
 //! from a conversation ("remind me in 30 minutes", "every weekday at 8, brief me").
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -11,7 +12,7 @@ use serde_json::Value;
 
 use super::clock::CronControl;
 use super::jobs::{MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, schedule_of};
-use crate::store::{CronJob, JobOrigin, Store};
+use crate::store::{CronJob, CronStore, JobOrigin};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -66,13 +67,13 @@ struct Args {
 /// Manages the scheduled jobs of the calling conversation's owner.
 pub struct CronTool {
     spec: ToolSpec,
-    store: Store,
+    store: Arc<dyn CronStore>,
     control: CronControl,
     default_tz: String,
 }
 
 impl CronTool {
-    pub fn new(store: Store, control: CronControl, default_tz: String) -> Self {
+    pub fn new(store: Arc<dyn CronStore>, control: CronControl, default_tz: String) -> Self {
         CronTool {
             spec: ToolSpec {
                 name: "cronjob",

@@ -263,7 +263,7 @@ impl Shared {
     pub fn sink_for(&self, platform: Platform) -> Arc<dyn InboundSink> {
         Arc::new(intake::sink::AdapterSink {
             platform,
-            store: self.store.clone(),
+            inbox: self.store.inbox(),
             inbox_signal: self.inbox_signal.clone(),
             health: self.health.clone(),
         })

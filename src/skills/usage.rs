@@ -1,7 +1,7 @@
 //! How often and when each skill was last used, kept in the store's settings (scope
 //! `skill:<name>`), so `skills_list` can show which skills earn their keep.
 
-use crate::store::{Result, Store};
+use crate::store::{Result, Settings};
 
 /// Uses of one skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -15,7 +15,7 @@ fn scope(name: &str) -> String {
 }
 
 /// Count one use of skill `name`, now.
-pub async fn record_use(store: &Store, name: &str) -> Result<()> {
+pub async fn record_use(store: &dyn Settings, name: &str) -> Result<()> {
     let scope = scope(name);
     store.increment_setting(&scope, "uses").await?;
     let now = jiff::Timestamp::now().as_millisecond().to_string();
@@ -23,7 +23,7 @@ pub async fn record_use(store: &Store, name: &str) -> Result<()> {
 }
 
 /// The uses of skill `name` (zero when never used).
-pub async fn usage(store: &Store, name: &str) -> Result<Usage> {
+pub async fn usage(store: &dyn Settings, name: &str) -> Result<Usage> {
     let scope = scope(name);
     let count = store.setting(&scope, "uses").await?;
     let last = store.setting(&scope, "last_used").await?;
@@ -36,7 +36,7 @@ pub async fn usage(store: &Store, name: &str) -> Result<Usage> {
 }
 
 /// Forget the uses of skill `name` (it was deleted).
-pub async fn forget(store: &Store, name: &str) -> Result<()> {
+pub async fn forget(store: &dyn Settings, name: &str) -> Result<()> {
     let scope = scope(name);
     store.delete_setting(&scope, "uses").await?;
     store.delete_setting(&scope, "last_used").await
@@ -48,17 +48,17 @@ mod tests {
 
     #[tokio::test]
     async fn uses_are_counted_with_the_last_time_and_forgotten() {
-        let store = Store::open_in_memory().unwrap();
-        assert_eq!(usage(&store, "a").await.unwrap(), Usage::default());
+        let store = crate::store::Store::open_in_memory().unwrap();
+        assert_eq!(usage(&*store, "a").await.unwrap(), Usage::default());
         let before = jiff::Timestamp::now();
-        record_use(&store, "a").await.unwrap();
-        record_use(&store, "a").await.unwrap();
-        let u = usage(&store, "a").await.unwrap();
+        record_use(&*store, "a").await.unwrap();
+        record_use(&*store, "a").await.unwrap();
+        let u = usage(&*store, "a").await.unwrap();
         assert_eq!(u.count, 2);
         let last = u.last_used.unwrap();
         assert!(last.as_millisecond() >= before.as_millisecond(), "{last}");
-        assert_eq!(usage(&store, "b").await.unwrap().count, 0);
-        forget(&store, "a").await.unwrap();
-        assert_eq!(usage(&store, "a").await.unwrap(), Usage::default());
+        assert_eq!(usage(&*store, "b").await.unwrap().count, 0);
+        forget(&*store, "a").await.unwrap();
+        assert_eq!(usage(&*store, "a").await.unwrap(), Usage::default());
     }
 }

@@ -1,33 +1,34 @@
-//! Durable state in one SQLite database (WAL): sessions, messages with full-text search, the
-//! inbox, the outbox and turn records.
-//!
-//! The connection lives on a dedicated thread; async callers send it closures and await the
-//! result, so SQLite never blocks the runtime (invariant 5). The methods in `inbox.rs`,
-//! `outbox.rs`, `sessions.rs` and `search/` are the narrow interface the rest of the daemon uses; nothing
-//! outside this module writes SQL.
+//! Durable state, behind role traits: the inbox, the outbox, sessions and their history,
+//! settings, scheduled jobs, search and housekeeping. Each consumer takes the role it needs
+//! (`Arc<dyn Inbox>`, `&dyn Settings`…) or the whole [`Store`]; a backend implements every role.
+//! SQLite (`sqlite/`) is the one backend today; `suite/` is the behaviour every backend must
+//! show, written once.
 
 mod cron;
-mod history;
 mod inbox;
-mod migrations;
+mod maintenance;
 mod outbox;
-mod retention;
 mod search;
 mod sessions;
 mod settings;
+mod sqlite;
+#[cfg(test)]
+mod suite;
 
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::Arc;
 
-use rusqlite::Connection;
-use tokio::sync::oneshot;
-
-pub use cron::{CronJob, CronRun, JobOrigin};
-pub use inbox::{InboxOutcome, InboxRow, InboxStatus};
-pub use outbox::{OutboxRow, OutboxStats};
-pub use search::{FoundMessage, SearchScope, SessionHits, SessionSummary, search_terms};
-pub use sessions::{SessionRow, SessionStats, StoredMessage, TurnCommit, TurnRecord};
-pub use settings::key_scope;
+pub use cron::{CronJob, CronRun, CronStore, JobOrigin};
+pub use inbox::{Inbox, InboxOutcome, InboxRow, InboxStatus};
+pub use maintenance::{Maintenance, Pruned};
+pub use outbox::{Outbox, OutboxRow, OutboxStats};
+pub use search::{
+    FoundMessage, HITS_PER_SESSION, Search, SearchScope, SessionHits, SessionSummary,
+};
+pub use sessions::{SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit, TurnRecord};
+pub use settings::{Settings, key_scope};
+pub use sqlite::SqliteStore;
+pub use sqlite::search::search_terms;
 
 /// A store failure. The message is safe to log (no message bodies, no secrets).
 #[derive(Debug, thiserror::Error)]
@@ -50,70 +51,67 @@ impl From<serde_json::Error> for StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// Handle to the database thread. Cheap to clone.
-#[derive(Clone)]
-pub struct Store {
-    jobs: mpsc::Sender<Job>,
+/// Every role at once: what a backend implements.
+pub trait Backend:
+    Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + 'static
+{
 }
+
+impl<T> Backend for T where
+    T: Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + 'static
+{
+}
+
+/// The store in use: a cheap handle to one backend, which dereferences to every role, and hands
+/// out each role on its own for consumers that need only that.
+#[derive(Clone)]
+pub struct Store(Arc<dyn Backend>);
 
 impl Store {
-    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    /// A store over `backend`.
+    pub fn new(backend: impl Backend) -> Store {
+        Store(Arc::new(backend))
+    }
+
+    /// Open (creating if needed) the SQLite database at `path` and bring its schema up to date.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|e| StoreError::Open {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        Self::start(conn)
+        SqliteStore::open(path).map(Store::new)
     }
 
-    /// A private in-memory database (unit tests, benchmarks).
+    /// A private in-memory SQLite database (unit tests, benchmarks).
     pub fn open_in_memory() -> Result<Store> {
-        Self::start(Connection::open_in_memory()?)
+        SqliteStore::open_in_memory().map(Store::new)
     }
 
-    fn start(mut conn: Connection) -> Result<Store> {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        migrations::apply(&mut conn)?;
-        let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
-            .name("hermes-store".into())
-            .spawn(move || {
-                for job in rx {
-                    job(&mut conn);
-                }
-            })
-            .map_err(|e| StoreError::Open {
-                path: "(thread)".into(),
-                reason: e.to_string(),
-            })?;
-        Ok(Store { jobs: tx })
+    pub fn inbox(&self) -> Arc<dyn Inbox> {
+        self.0.clone()
     }
 
-    /// Run `f` on the database thread and wait for its result.
-    pub async fn call<R, F>(&self, f: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
-    {
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
-        });
-        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
-        rx.await.map_err(|_| StoreError::Closed)?
+    pub fn outbox(&self) -> Arc<dyn Outbox> {
+        self.0.clone()
+    }
+
+    pub fn sessions(&self) -> Arc<dyn Sessions> {
+        self.0.clone()
+    }
+
+    pub fn settings(&self) -> Arc<dyn Settings> {
+        self.0.clone()
+    }
+
+    pub fn cron(&self) -> Arc<dyn CronStore> {
+        self.0.clone()
+    }
+
+    pub fn search(&self) -> Arc<dyn Search> {
+        self.0.clone()
     }
 }
 
-#[cfg(test)]
-mod tests;
+impl std::ops::Deref for Store {
+    type Target = dyn Backend;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}

@@ -1,6 +1,7 @@
 //! `todo`: the task list the model keeps for a session, so long work stays on track across
 //! iterations and restarts.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -9,8 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
-use crate::store::Store;
-use crate::store::key_scope;
+use crate::store::{Settings, key_scope};
 
 const MAX_ITEMS: usize = 50;
 
@@ -47,11 +47,11 @@ struct Args {
 /// The per-session task list.
 pub struct Todo {
     spec: ToolSpec,
-    store: Store,
+    store: Arc<dyn Settings>,
 }
 
 impl Todo {
-    pub fn new(store: Store) -> Self {
+    pub fn new(store: Arc<dyn Settings>) -> Self {
         Todo {
             store,
             spec: ToolSpec {
@@ -143,7 +143,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_list_is_replaced_merged_and_read_back() {
-        let tool = Todo::new(Store::open_in_memory().unwrap());
+        let tool = Todo::new(crate::store::Store::open_in_memory().unwrap().settings());
         let ctx = ToolContext::for_tests();
         let out = tool
             .call(

@@ -99,12 +99,12 @@ async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> Strin
                 }
             },
         };
-        if let Err(e) = permissions::set_level(&shared.store, key, level).await {
+        if let Err(e) = permissions::set_level(&*shared.store, key, level).await {
             tracing::error!(error = %e, "cannot store a permission level");
             return "⚠️ I could not change the level (storage error).".into();
         }
     }
-    let level = permissions::stored_level(&shared.store, key)
+    let level = permissions::stored_level(&*shared.store, key)
         .await
         .ok()
         .flatten()

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use crate::gateway::adapters::health::{HealthBoard, ListenerState};
 use crate::metrics::{Metrics, metrics};
-use crate::store::Store;
+use crate::store::Inbox;
 
 /// Longest text kept from one inbound message; the rest is cut with a note (bounded memory,
 /// bounded prompts).
@@ -18,7 +18,7 @@ pub const MAX_INBOUND_CHARS: usize = 32_000;
 /// The sink of one adapter.
 pub struct AdapterSink {
     pub platform: Platform,
-    pub store: Store,
+    pub inbox: Arc<dyn Inbox>,
     pub inbox_signal: Arc<Notify>,
     pub health: Arc<HealthBoard>,
 }
@@ -41,7 +41,7 @@ impl InboundSink for AdapterSink {
             ));
         }
         self.health.heartbeat(self.platform);
-        match self.store.inbox_insert(&msg).await {
+        match self.inbox.inbox_insert(&msg).await {
             Ok(Some(id)) => {
                 Metrics::platform(&metrics().messages_in, self.platform.as_str()).inc();
                 tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, message = %msg.id, inbox = id, "stored inbound message");

@@ -30,7 +30,7 @@ pub(crate) async fn explicit(shared: &Shared, config: &Config, msg: &Message) ->
     };
     let library = library(&config.home).await;
     let skill = library.get(&name)?;
-    if let Err(e) = crate::skills::record_use(&shared.store, &skill.name).await {
+    if let Err(e) = crate::skills::record_use(&*shared.store, &skill.name).await {
         tracing::debug!(error = %e, "cannot count a skill use");
     }
     let rest = if rest.is_empty() {
@@ -58,7 +58,7 @@ pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> Str
     let mut words = arg.split_whitespace();
     match words.next().map(str::to_lowercase).as_deref() {
         Some("all") => {
-            return match set_enabled_skills(&shared.store, key, None).await {
+            return match set_enabled_skills(&*shared.store, key, None).await {
                 Ok(()) => {
                     "All skills are enabled again, from the next conversation (/new) on.".into()
                 }
@@ -78,7 +78,7 @@ pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> Str
             if wanted.is_empty() {
                 return "Name the skills to keep: /skills only <name> <name>…".into();
             }
-            return match set_enabled_skills(&shared.store, key, Some(&wanted)).await {
+            return match set_enabled_skills(&*shared.store, key, Some(&wanted)).await {
                 Ok(()) => format!(
                     "This conversation will use only: {}. It takes effect with the next conversation (/new); \
                      /skills all undoes it.",
@@ -97,7 +97,7 @@ pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> Str
     if available.is_empty() {
         return "No skills are available here yet. I save skills after complex work; you can also install some with `hermes skills install`.".into();
     }
-    let only = enabled_skills(&shared.store, key).await.ok().flatten();
+    let only = enabled_skills(&*shared.store, key).await.ok().flatten();
     let mut out = String::from("Skills (use one explicitly with /<name> <request>):\n");
     for s in &available {
         let off = only.as_ref().is_some_and(|o| !o.contains(&s.name));

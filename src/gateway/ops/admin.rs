@@ -89,10 +89,7 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
-    let store = shared
-        .store
-        .call(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
-        .await;
+    let store = shared.store.ping().await;
     match store {
         Ok(_) => (StatusCode::OK, "ok\n").into_response(),
         Err(e) => (

@@ -48,14 +48,10 @@ pub(crate) async fn watchdog(shared: Arc<Shared>) {
     }
     loop {
         tokio::time::sleep(every).await;
-        let healthy = tokio::time::timeout(
-            every.max(Duration::from_millis(100)),
-            shared
-                .store
-                .call(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?)),
-        )
-        .await
-        .is_ok_and(|r| r.is_ok());
+        let healthy =
+            tokio::time::timeout(every.max(Duration::from_millis(100)), shared.store.ping())
+                .await
+                .is_ok_and(|r| r.is_ok());
         let line = status::report(&shared).await.one_line();
         if !healthy {
             tracing::error!("the store does not answer; withholding the watchdog ping");

@@ -132,7 +132,7 @@ impl Tool for SkillsList {
             found.len()
         );
         for skill in found {
-            let uses = usage(&self.store, &skill.name)
+            let uses = usage(&*self.store, &skill.name)
                 .await
                 .map(|u| u.count)
                 .unwrap_or(0);

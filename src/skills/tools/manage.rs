@@ -154,7 +154,7 @@ impl Tool for SkillManage {
         let sources = self.sources.clone();
         let skill = name.clone();
         let out = blocking(move || apply(&sources, &skill, change)).await?;
-        if forget && let Err(e) = forget_usage(&self.store, &name).await {
+        if forget && let Err(e) = forget_usage(&*self.store, &name).await {
             tracing::warn!(skill = %name, "cannot forget the uses of a deleted skill: {e}");
         }
         Ok(out)

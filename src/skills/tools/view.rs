@@ -99,7 +99,7 @@ impl Tool for SkillView {
             Some(path) => blocking(move || Ok(skill.read_file(&path)?)).await,
             None => {
                 let out = blocking(move || Ok(render(&skill))).await?;
-                if let Err(e) = record_use(&self.store, &name).await {
+                if let Err(e) = record_use(&*self.store, &name).await {
                     tracing::warn!(skill = %name, "cannot record the use of a skill: {e}");
                 }
                 Ok(out)

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::llm::ChatMessage;
+use crate::store::{Sessions, SqliteStore};
 
 fn ctx_of(user: &str) -> ToolContext {
     ToolContext {
@@ -14,7 +15,7 @@ fn ctx_of(user: &str) -> ToolContext {
 }
 
 /// A session of `user` with `texts` (user and assistant in turn), started 2025-03-01 14:02 UTC.
-async fn session(store: &Store, user: &str, texts: &[&str]) -> i64 {
+async fn session(store: &SqliteStore, user: &str, texts: &[&str]) -> i64 {
     let key = SessionKey::direct(Platform::Telegram, user);
     let s = store.session_reset(&key, "test").await.unwrap();
     let msgs = texts
@@ -41,10 +42,11 @@ async fn session(store: &Store, user: &str, texts: &[&str]) -> i64 {
 
 #[tokio::test]
 async fn output_shows_sessions_marked_hits_and_how_to_read_on() {
-    let store = Store::open_in_memory().unwrap();
-    let tool = SessionSearch::new(store.clone());
+    let sqlite = SqliteStore::open_in_memory().unwrap();
+    let store = &sqlite;
+    let tool = SessionSearch::new(Store::new(sqlite.clone()));
     session(
-        &store,
+        store,
         "1",
         &[
             "book a flight to Lisbon",
@@ -53,8 +55,8 @@ async fn output_shows_sessions_marked_hits_and_how_to_read_on() {
         ],
     )
     .await;
-    session(&store, "1", &["what was that Lisbon flight again?"]).await;
-    session(&store, "2", &["my flight to Lisbon is secret"]).await;
+    session(store, "1", &["what was that Lisbon flight again?"]).await;
+    session(store, "2", &["my flight to Lisbon is secret"]).await;
 
     let out = tool
         .call(json!({"query": "Lisbon flight", "limit": 5}), &ctx_of("1"))
@@ -89,12 +91,13 @@ async fn output_shows_sessions_marked_hits_and_how_to_read_on() {
 
 #[tokio::test]
 async fn read_from_continues_after_the_id_and_only_in_scope() {
-    let store = Store::open_in_memory().unwrap();
-    let tool = SessionSearch::new(store.clone());
+    let sqlite = SqliteStore::open_in_memory().unwrap();
+    let store = &sqlite;
+    let tool = SessionSearch::new(Store::new(sqlite.clone()));
     let texts: Vec<String> = (0..6).map(|i| format!("step {i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-    session(&store, "1", &texts).await;
-    session(&store, "2", &["bob's own words"]).await;
+    session(store, "1", &texts).await;
+    session(store, "2", &["bob's own words"]).await;
 
     let out = tool
         .call(json!({"read_from": 2, "limit": 2}), &ctx_of("1"))

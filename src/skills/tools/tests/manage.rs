@@ -68,13 +68,16 @@ async fn a_skill_is_created_patched_edited_given_files_and_deleted() {
         "empty folders go too"
     );
 
-    usage::record_use(&s.store, "deploy-app").await.unwrap();
+    usage::record_use(&*s.store, "deploy-app").await.unwrap();
     let out = call(m, json!({"action": "delete", "name": "deploy-app"}))
         .await
         .unwrap();
     assert_eq!(out, "deleted skill `deploy-app`");
     assert!(!s.user.join("deploy-app").exists());
-    assert_eq!(usage::usage(&s.store, "deploy-app").await.unwrap().count, 0);
+    assert_eq!(
+        usage::usage(&*s.store, "deploy-app").await.unwrap().count,
+        0
+    );
     assert_eq!(snapshot(&s.user), [], "no staging or trash folder is left");
 }
 

@@ -22,7 +22,7 @@ async fn skill_view_shows_the_body_and_files_and_counts_a_use() {
         "{out}"
     );
     assert!(out.contains("- references/notes.md (13 B)"), "{out}");
-    assert_eq!(usage::usage(&s.store, "alpha").await.unwrap().count, 1);
+    assert_eq!(usage::usage(&*s.store, "alpha").await.unwrap().count, 1);
     let out = call(
         &s.view,
         json!({"name": "alpha", "path": "references/notes.md"}),
@@ -30,7 +30,7 @@ async fn skill_view_shows_the_body_and_files_and_counts_a_use() {
     .await
     .unwrap();
     assert_eq!(out, "Alpha notes.\n");
-    assert_eq!(usage::usage(&s.store, "alpha").await.unwrap().count, 1);
+    assert_eq!(usage::usage(&*s.store, "alpha").await.unwrap().count, 1);
     let err = call(&s.view, json!({"name": "alpah"})).await.unwrap_err();
     assert!(
         err.to_string().contains("there is no skill named `alpah`"),
@@ -81,8 +81,8 @@ async fn skills_list_filters_by_tag_and_query_and_shows_uses() {
         "Sort incoming mail.",
         "version: 1.1\nmetadata:\n  hermes:\n    tags: [email]\n",
     );
-    usage::record_use(&s.store, "mail-sorter").await.unwrap();
-    usage::record_use(&s.store, "mail-sorter").await.unwrap();
+    usage::record_use(&*s.store, "mail-sorter").await.unwrap();
+    usage::record_use(&*s.store, "mail-sorter").await.unwrap();
     let out = call(&s.list, json!({"tag": "EMAIL"})).await.unwrap();
     assert_eq!(
         out,

@@ -1,51 +1,13 @@
-//! Unit tests of history search against a real SQLite database.
+//! History search: phrases with context, excerpts, ordering, CJK, operators typed by users,
+//! tool output left out, owners kept apart, reading on; and the operator's listing.
 
 use hermes_adapter::{Platform, SessionKey};
 
-use super::*;
-use crate::conversation::{ChatMessage, ToolCall};
+use super::{contents, dm, group, owner, session_of, session_with};
+use crate::conversation::{ChatMessage, Role, ToolCall};
+use crate::store::*;
 
-fn dm(user: &str) -> SessionKey {
-    SessionKey::direct(Platform::Telegram, user)
-}
-
-fn group(chat: &str, user: Option<&str>) -> SessionKey {
-    let text = match user {
-        Some(u) => format!("telegram:{chat}:{u}"),
-        None => format!("telegram:{chat}:*"),
-    };
-    text.parse().unwrap()
-}
-
-/// A new session of `key` holding `texts`, alternately from the user and the assistant.
-async fn session_with(store: &Store, key: &SessionKey, texts: &[&str]) -> i64 {
-    let s = store.session_reset(key, "test").await.unwrap();
-    let msgs = texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if i % 2 == 0 {
-                ChatMessage::user(*t)
-            } else {
-                ChatMessage::assistant(*t)
-            }
-        })
-        .collect();
-    store.append_messages(s.id, msgs).await.unwrap();
-    s.id
-}
-
-fn owner(key: &SessionKey) -> SearchScope {
-    SearchScope::Owner(key.owner())
-}
-
-fn contents(excerpt: &[FoundMessage]) -> Vec<&str> {
-    excerpt.iter().map(|m| m.content.as_str()).collect()
-}
-
-#[tokio::test]
-async fn a_phrase_from_an_earlier_session_is_found_with_its_context() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn a_phrase_from_an_earlier_session_is_found_with_its_context(store: Store) {
     let key = dm("1");
     let texts: Vec<String> = (0..20).map(|i| format!("message number {i}")).collect();
     let mut texts: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -106,9 +68,7 @@ async fn a_phrase_from_an_earlier_session_is_found_with_its_context() {
     assert_eq!(found[0].excerpts[0].len(), 1);
 }
 
-#[tokio::test]
-async fn near_hits_share_an_excerpt_and_distant_ones_do_not() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn near_hits_share_an_excerpt_and_distant_ones_do_not(store: Store) {
     let key = dm("1");
     let texts: Vec<String> = (0..40)
         .map(|i| match i {
@@ -158,9 +118,7 @@ async fn near_hits_share_an_excerpt_and_distant_ones_do_not() {
     assert_eq!(found[0].excerpts[0].len(), 6);
 }
 
-#[tokio::test]
-async fn sessions_come_newest_first_with_bounded_hits() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn sessions_come_newest_first_with_bounded_hits(store: Store) {
     let key = dm("1");
     let mut ids = Vec::new();
     for i in 0..4 {
@@ -180,9 +138,7 @@ async fn sessions_come_newest_first_with_bounded_hits() {
     }
 }
 
-#[tokio::test]
-async fn sessions_are_ordered_by_start_not_by_latest_match() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn sessions_are_ordered_by_start_not_by_latest_match(store: Store) {
     let older = session_with(&store, &dm("1"), &["heron at dawn"]).await;
     let newer = session_with(&store, &dm("1"), &["heron at noon"]).await;
     // The older session is talked in again: its match is now the most recent one.
@@ -198,9 +154,7 @@ async fn sessions_are_ordered_by_start_not_by_latest_match() {
     assert_eq!(sessions, [newer, older]);
 }
 
-#[tokio::test]
-async fn cjk_phrases_and_two_character_terms_are_found() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn cjk_phrases_and_two_character_terms_are_found(store: Store) {
     let key = dm("1");
     session_with(
         &store,
@@ -248,9 +202,7 @@ async fn cjk_phrases_and_two_character_terms_are_found() {
     assert!(found.is_empty(), "{found:?}");
 }
 
-#[tokio::test]
-async fn all_terms_first_then_any_term() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn all_terms_first_then_any_term(store: Store) {
     let key = dm("1");
     session_with(&store, &key, &["apples and pears", "only apples here"]).await;
     let found = store
@@ -271,9 +223,7 @@ async fn all_terms_first_then_any_term() {
     assert_eq!(found.len(), 1, "falls back to any term: {found:?}");
 }
 
-#[tokio::test]
-async fn fts_operators_typed_by_a_user_never_error() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn fts_operators_typed_by_a_user_never_error(store: Store) {
     let key = dm("1");
     session_with(
         &store,
@@ -323,9 +273,7 @@ async fn fts_operators_typed_by_a_user_never_error() {
     assert!(found.is_empty(), "punctuation alone searches nothing");
 }
 
-#[tokio::test]
-async fn tool_results_are_not_searched() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn tool_results_are_not_searched(store: Store) {
     let key = dm("1");
     let s = session_with(&store, &key, &["read the file please"]).await;
     let call = ToolCall {
@@ -349,9 +297,7 @@ async fn tool_results_are_not_searched() {
     }
 }
 
-#[tokio::test]
-async fn another_owners_sessions_are_never_returned() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn another_owners_sessions_are_never_returned(store: Store) {
     let ann = dm("1");
     let ann_in_group = group("-100", Some("1"));
     let bob = dm("2");
@@ -428,9 +374,7 @@ async fn another_owners_sessions_are_never_returned() {
     assert_eq!(s.map(|s| s.id), Some(bob_dm));
 }
 
-#[tokio::test]
-async fn read_on_continues_after_the_given_message() {
-    let store = Store::open_in_memory().unwrap();
+pub(crate) async fn read_on_continues_after_the_given_message(store: Store) {
     let key = dm("1");
     let texts: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -447,30 +391,17 @@ async fn read_on_continues_after_the_given_message() {
     );
 }
 
-#[tokio::test]
-async fn word_search_reads_the_index_newest_first_without_sorting() {
-    let store = Store::open_in_memory().unwrap();
-    let plans = store
-        .call(|c| {
-            let mut plans = Vec::new();
-            for (q, scope) in [
-                ("hello world", SearchScope::Owner("telegram:1".into())),
-                ("你好世界", SearchScope::Owner("telegram:1".into())),
-                ("你好世界 天气", SearchScope::All),
-            ] {
-                let (sql, args) = candidates(&Query::parse(q), Combine::All, &scope);
-                let plan: Vec<String> = c
-                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
-                    .query_map(params_from_iter(args), |r| r.get::<_, String>(3))?
-                    .collect::<rusqlite::Result<_>>()?;
-                plans.push(plan.join("\n"));
-            }
-            Ok(plans)
-        })
-        .await
-        .unwrap();
-    for plan in plans {
-        assert!(!plan.contains("TEMP B-TREE"), "{plan}");
-        assert!(plan.contains("VIRTUAL TABLE"), "{plan}");
-    }
+pub(crate) async fn sessions_are_listed_and_exported(store: Store) {
+    let first = session_of(&store, "1", &["one", "two"]).await;
+    let second = session_of(&store, "2", &["three"]).await;
+    let list = store.sessions_list(10, 0).await.unwrap();
+    let ids: Vec<(i64, u64)> = list.iter().map(|s| (s.id, s.messages)).collect();
+    assert_eq!(ids, [(second, 1), (first, 2)]);
+    assert_eq!(list[1].key, SessionKey::direct(Platform::Telegram, "1"));
+    assert_eq!(store.sessions_list(10, 1).await.unwrap()[0].id, first);
+    let msgs = store.session_messages(first).await.unwrap().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[1].message, ChatMessage::assistant("two"));
+    assert_eq!(store.session_messages(999).await.unwrap(), None);
+    assert_eq!(store.session_summary(999).await.unwrap(), None);
 }

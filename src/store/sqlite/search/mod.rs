@@ -1,3 +1,5 @@
+//! `Search` in SQLite: FTS5 word and trigram indexes, read newest first.
+//!
 //! History search: find earlier conversations by what was said in them, with the messages around
 //! each match, and read on from there. Also the operator's listing and export of sessions.
 //!
@@ -22,34 +24,27 @@ mod query;
 
 use std::collections::BTreeMap;
 
+use async_trait::async_trait;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
-use super::sessions::{SessionRow, decode_session, session_row};
-use super::{Result, Store, StoreError};
+use super::SqliteStore;
+use super::sessions::{decode_session, decode_stored_message, session_row, stored_message_row};
 use crate::conversation::Role;
+use crate::store::SessionRow;
+use crate::store::{
+    FoundMessage, HITS_PER_SESSION, Result, Search, SearchScope, SessionHits, SessionSummary,
+    StoreError, StoredMessage,
+};
+use listing::{SUMMARY, decode, summary, summary_of};
 use query::{Combine, Query};
 
-pub use listing::SessionSummary;
 pub use query::terms as search_terms;
-
-/// Matches kept per session; more would crowd out other sessions.
-const HITS_PER_SESSION: usize = 3;
 
 /// Terms shorter than three characters cannot use the trigram index; they are found with
 /// `LIKE`, which reads every candidate row, so it only looks at the most recent this many
 /// messages (by id).
 const LIKE_WINDOW: i64 = 200_000;
-
-/// Whose history a search may read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SearchScope {
-    /// Only sessions whose owner is this (`SessionKey::owner()` of the caller): a user never
-    /// sees another user's or another chat's history.
-    Owner(String),
-    /// Every session: the operator at the command line.
-    All,
-}
 
 impl SearchScope {
     fn owner(&self) -> Value {
@@ -60,32 +55,9 @@ impl SearchScope {
     }
 }
 
-/// A user-visible message found by a search or read on from one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FoundMessage {
-    pub id: i64,
-    pub role: Role,
-    pub content: String,
-    pub created_at: i64,
-    /// This message matched the query (the others are context).
-    pub hit: bool,
-}
-
-/// One session's matches: runs of consecutive messages around them, oldest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionHits {
-    pub session: SessionRow,
-    /// Each excerpt is a run of consecutive visible messages holding one or more hits and up to
-    /// `context` messages either side; overlapping or touching windows are merged.
-    pub excerpts: Vec<Vec<FoundMessage>>,
-}
-
-impl Store {
-    /// Sessions in `scope` where `query` was said, newest sessions first, at most
-    /// `limit_sessions`, each with up to a few matches and `context` messages before and after
-    /// each. Any text is a valid query (see `query.rs`); all terms must match, and if no message
-    /// has them all, any term may. An empty result is not an error.
-    pub async fn search_messages(
+#[async_trait]
+impl Search for SqliteStore {
+    async fn search_messages(
         &self,
         query: &str,
         scope: SearchScope,
@@ -116,9 +88,7 @@ impl Store {
         .await
     }
 
-    /// Up to `limit` user-visible messages of a session after message `after_message_id`, oldest
-    /// first.
-    pub async fn messages_after(
+    async fn messages_after(
         &self,
         session_id: i64,
         after_message_id: i64,
@@ -128,9 +98,7 @@ impl Store {
             .await
     }
 
-    /// The session of message `message_id`, if the message exists and is in `scope`. A message
-    /// out of scope looks exactly like one that does not exist.
-    pub async fn session_of_message(
+    async fn session_of_message(
         &self,
         message_id: i64,
         scope: SearchScope,
@@ -145,6 +113,42 @@ impl Store {
                 )
                 .optional()?;
             id.map(|id| session(c, id)).transpose()
+        })
+        .await
+    }
+
+    async fn sessions_list(&self, limit: usize, offset: usize) -> Result<Vec<SessionSummary>> {
+        self.call(move |c| {
+            c.prepare_cached(&format!(
+                "{SUMMARY} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?1 OFFSET ?2"
+            ))?
+            .query_map(params![limit as i64, offset as i64], summary)?
+            .map(|raw| decode(raw?))
+            .collect()
+        })
+        .await
+    }
+
+    async fn session_summary(&self, id: i64) -> Result<Option<SessionSummary>> {
+        self.call(move |c| summary_of(c, id)).await
+    }
+
+    async fn session_messages(&self, id: i64) -> Result<Option<Vec<StoredMessage>>> {
+        self.call(move |c| {
+            let exists = c
+                .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+                .exists([id])?;
+            if !exists {
+                return Ok(None);
+            }
+            c.prepare_cached(
+                "SELECT id, role, content, tool_calls, tool_call_id, tool_name, created_at
+                 FROM messages WHERE session_id = ?1 ORDER BY id",
+            )?
+            .query_map([id], stored_message_row)?
+            .map(|raw| decode_stored_message(raw?))
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
         })
         .await
     }

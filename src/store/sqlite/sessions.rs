@@ -1,0 +1,339 @@
+//! `Sessions` in SQLite: `sessions` (one active per key), `messages` (the history, indexed for
+//! search by triggers) and `turns`; a turn's results are committed in one transaction.
+//!
+//! Sessions, their message history, and turn records.
+//!
+//! A session key has at most one active session (`ended_at IS NULL`); `/new` ends it and the next
+//! message starts a fresh one, while the old history stays searchable. A turn's results (the
+//! assistant's answer, its replies in the outbox, its inbox rows marked done, its usage) are
+//! committed in one transaction, so a crash either keeps all of them or none.
+
+use async_trait::async_trait;
+use hermes_adapter::{SessionKey, now_millis};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use super::{SqliteStore, inbox, outbox};
+use crate::conversation::{ChatMessage, Role, ToolCall, Usage};
+use crate::store::{
+    Result, SessionRow, SessionStats, Sessions, StoreError, StoredMessage, TurnCommit,
+};
+
+/// The columns `id, key, created_at, updated_at, model` of a `sessions` row, before decoding.
+pub(super) type RawSession = (i64, String, i64, i64, Option<String>);
+
+/// Read a [`RawSession`] from a row selecting those five columns in that order.
+pub(super) fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+pub(super) fn decode_session(raw: RawSession) -> Result<SessionRow> {
+    Ok(SessionRow {
+        id: raw.0,
+        key: raw
+            .1
+            .parse()
+            .map_err(|e: hermes_adapter::ParseSessionKeyError| {
+                StoreError::Corrupt(e.to_string())
+            })?,
+        created_at: raw.2,
+        updated_at: raw.3,
+        model: raw.4,
+    })
+}
+
+/// The columns `id, role, content, tool_calls, tool_call_id, tool_name, created_at` of a
+/// `messages` row, before decoding.
+pub(super) type RawMessage = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+/// Read a [`RawMessage`] from a row selecting those seven columns in that order.
+pub(super) fn stored_message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+    ))
+}
+
+pub(super) fn decode_stored_message(raw: RawMessage) -> Result<StoredMessage> {
+    let (id, role, content, calls, call_id, name, created_at) = raw;
+    let tool_calls: Vec<ToolCall> = match calls {
+        Some(json) => serde_json::from_str(&json)?,
+        None => Vec::new(),
+    };
+    Ok(StoredMessage {
+        id,
+        message: ChatMessage {
+            role: Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
+            content,
+            tool_calls,
+            tool_call_id: call_id,
+            tool_name: name,
+            images: Vec::new(),
+        },
+        created_at,
+    })
+}
+
+/// The columns the history reads, in the order [`stored_message_row`] expects.
+const COLUMNS: &str = "id, role, content, tool_calls, tool_call_id, tool_name, created_at";
+
+/// Run a history query.
+fn query(c: &Connection, sql: &str, args: impl rusqlite::Params) -> Result<Vec<StoredMessage>> {
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(args, stored_message_row)?;
+    rows.map(|raw| decode_stored_message(raw?)).collect()
+}
+
+fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
+    c.query_row(
+        "SELECT id, key, created_at, updated_at, model FROM sessions WHERE key = ?1 AND ended_at IS NULL",
+        [key],
+        session_row,
+    )
+    .optional()?
+    .map(decode_session)
+    .transpose()
+}
+
+fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
+    let now = now_millis();
+    c.execute(
+        "INSERT INTO sessions (key, platform, owner, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+        params![key.to_string(), key.platform.as_str(), key.owner(), now],
+    )?;
+    Ok(SessionRow {
+        id: c.last_insert_rowid(),
+        key: key.clone(),
+        created_at: now,
+        updated_at: now,
+        model: None,
+    })
+}
+
+fn append(
+    tx: &Transaction<'_>,
+    session_id: i64,
+    msg: &ChatMessage,
+    inbox_id: Option<i64>,
+) -> Result<()> {
+    let calls = if msg.tool_calls.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(&msg.tool_calls)?)
+    };
+    let now = now_millis();
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO messages
+             (session_id, role, content, tool_calls, tool_call_id, tool_name, inbox_id, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        session_id,
+        msg.role.as_str(),
+        msg.content,
+        calls,
+        msg.tool_call_id,
+        msg.tool_name,
+        inbox_id,
+        now
+    ])?;
+    tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+        .execute(params![session_id, now])?;
+    Ok(())
+}
+
+#[async_trait]
+impl Sessions for SqliteStore {
+    async fn session_active(&self, key: &SessionKey) -> Result<SessionRow> {
+        let key = key.clone();
+        self.call(move |c| match active(c, &key.to_string())? {
+            Some(s) => Ok(s),
+            None => create(c, &key),
+        })
+        .await
+    }
+
+    async fn session_current(&self, key: &SessionKey) -> Result<Option<SessionRow>> {
+        let key = key.to_string();
+        self.call(move |c| active(c, &key)).await
+    }
+
+    async fn session_reset(&self, key: &SessionKey, reason: &str) -> Result<SessionRow> {
+        let (key, reason) = (key.clone(), reason.to_owned());
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE key = ?1 AND ended_at IS NULL",
+                params![key.to_string(), now_millis(), reason],
+            )?;
+            let row = create(&tx, &key)?;
+            tx.commit()?;
+            Ok(row)
+        })
+        .await
+    }
+
+    async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for m in &msgs {
+                append(&tx, session_id, m, None)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn append_inbox_messages(
+        &self,
+        session_id: i64,
+        items: Vec<(Option<i64>, String)>,
+    ) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for (inbox_id, text) in &items {
+                append(&tx, session_id, &ChatMessage::user(text.clone()), *inbox_id)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn commit_turn(&self, commit: TurnCommit) -> Result<()> {
+        self.call(move |c| {
+            let tx = c.transaction()?;
+            for m in &commit.messages {
+                append(&tx, commit.session_id, m, None)?;
+            }
+            outbox::insert(&tx, &commit.replies)?;
+            inbox::finish(&tx, &commit.inbox_ids, commit.record.outcome)?;
+            let r = &commit.record;
+            tx.execute(
+                "INSERT INTO turns (session_id, started_at, finished_at, iterations, prompt_tokens,
+                     completion_tokens, cached_tokens, cache_write_tokens, model, outcome)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    commit.session_id,
+                    r.started_at,
+                    now_millis(),
+                    r.iterations,
+                    r.usage.prompt_tokens as i64,
+                    r.usage.completion_tokens as i64,
+                    r.usage.cached_tokens as i64,
+                    r.usage.cache_write_tokens as i64,
+                    r.model,
+                    r.outcome.as_str()
+                ],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn session_stats(&self, session_id: i64) -> Result<SessionStats> {
+        self.call(move |c| {
+            let messages: i64 = c.query_row(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+                [session_id],
+                |r| r.get(0),
+            )?;
+            let (turns, p, comp, cached, written): (i64, i64, i64, i64, i64) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
+                        COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cache_write_tokens), 0)
+                 FROM turns WHERE session_id = ?1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?;
+            Ok(SessionStats {
+                messages: messages as u64,
+                turns: turns as u64,
+                usage: Usage {
+                    prompt_tokens: p as u64,
+                    completion_tokens: comp as u64,
+                    cached_tokens: cached as u64,
+                    cache_write_tokens: written as u64,
+                },
+            })
+        })
+        .await
+    }
+
+    async fn set_session_model(&self, session_id: i64, model: Option<String>) -> Result<()> {
+        self.call(move |c| {
+            c.execute(
+                "UPDATE sessions SET model = ?2 WHERE id = ?1",
+                params![session_id, model],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn history(&self, session_id: i64, limit: usize) -> Result<Vec<StoredMessage>> {
+        self.history_after(session_id, 0, limit).await
+    }
+
+    async fn history_after(
+        &self,
+        session_id: i64,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.call(move |c| {
+            let mut out = query(
+                c,
+                &format!("SELECT {COLUMNS} FROM messages WHERE session_id = ?1 AND id > ?2 ORDER BY id DESC LIMIT ?3"),
+                params![session_id, after, limit as i64],
+            )?;
+            out.reverse();
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn history_head(&self, session_id: i64, limit: usize) -> Result<Vec<StoredMessage>> {
+        self.call(move |c| {
+            query(
+                c,
+                &format!(
+                    "SELECT {COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id LIMIT ?2"
+                ),
+                params![session_id, limit as i64],
+            )
+        })
+        .await
+    }
+
+    async fn history_between(
+        &self,
+        session_id: i64,
+        after: i64,
+        upto: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        self.call(move |c| {
+            query(
+                c,
+                &format!("SELECT {COLUMNS} FROM messages WHERE session_id = ?1 AND id > ?2 AND id <= ?3 ORDER BY id"),
+                params![session_id, after, upto],
+            )
+        })
+        .await
+    }
+}

@@ -1,0 +1,67 @@
+//! `Settings` in SQLite: the `settings` table, one row per (scope, name).
+
+use async_trait::async_trait;
+use hermes_adapter::now_millis;
+use rusqlite::{OptionalExtension, params};
+
+use super::SqliteStore;
+use crate::store::{Result, Settings};
+
+#[async_trait]
+impl Settings for SqliteStore {
+    async fn setting(&self, scope: &str, name: &str) -> Result<Option<String>> {
+        let (scope, name) = (scope.to_owned(), name.to_owned());
+        self.call(move |c| {
+            Ok(c.query_row(
+                "SELECT value FROM settings WHERE scope = ?1 AND name = ?2",
+                params![scope, name],
+                |r| r.get(0),
+            )
+            .optional()?)
+        })
+        .await
+    }
+
+    async fn set_setting(&self, scope: &str, name: &str, value: &str) -> Result<()> {
+        let (scope, name, value) = (scope.to_owned(), name.to_owned(), value.to_owned());
+        self.call(move |c| {
+            c.execute(
+                "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                params![scope, name, value, now_millis()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn increment_setting(&self, scope: &str, name: &str) -> Result<i64> {
+        let (scope, name) = (scope.to_owned(), name.to_owned());
+        self.call(move |c| {
+            let value: String = c.query_row(
+                "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, '1', ?3)
+                 ON CONFLICT (scope, name) DO UPDATE
+                 SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT), updated_at = excluded.updated_at
+                 RETURNING value",
+                params![scope, name, now_millis()],
+                |r| r.get(0),
+            )?;
+            value
+                .parse()
+                .map_err(|_| super::StoreError::Corrupt(format!("counter `{value}`")))
+        })
+        .await
+    }
+
+    async fn delete_setting(&self, scope: &str, name: &str) -> Result<()> {
+        let (scope, name) = (scope.to_owned(), name.to_owned());
+        self.call(move |c| {
+            c.execute(
+                "DELETE FROM settings WHERE scope = ?1 AND name = ?2",
+                params![scope, name],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+}

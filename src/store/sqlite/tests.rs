@@ -1,0 +1,144 @@
+//! The store suite on SQLite, and what only SQLite has: migrations, the full-text indexes.
+
+use hermes_adapter::{Platform, SessionKey};
+use rusqlite::Connection;
+
+use super::*;
+use crate::conversation::ChatMessage;
+use crate::store::{Search, SearchScope, Sessions};
+
+/// Every case of the store suite, on a fresh in-memory database each.
+mod suite {
+    crate::store::suite::store_suite!(crate::store::Store::open_in_memory().unwrap());
+}
+
+#[tokio::test]
+async fn migrations_are_recorded_and_reopening_is_a_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let v: usize = store
+        .call(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(v, migrations::latest());
+    drop(store);
+    SqliteStore::open(&path).unwrap();
+}
+
+#[tokio::test]
+async fn reset_starts_a_new_session_and_keeps_the_old_history_searchable() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let key = SessionKey::direct(Platform::Telegram, "5");
+    let old = store.session_active(&key).await.unwrap();
+    store
+        .append_messages(old.id, vec![ChatMessage::user("the zebra password")])
+        .await
+        .unwrap();
+    let new = store.session_reset(&key, "user /new").await.unwrap();
+    assert_ne!(new.id, old.id);
+    assert_eq!(store.session_active(&key).await.unwrap().id, new.id);
+    assert!(store.history(new.id, 10).await.unwrap().is_empty());
+    let hits: i64 = store
+        .call(|c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'zebra'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(hits, 1);
+}
+
+#[tokio::test]
+async fn migration_3_backfills_owner_and_trigram_index_of_existing_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        migrations::apply_to_version(&mut conn, 2).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, key, platform, created_at, updated_at)
+                 VALUES (1, 'telegram:-100:7', 'telegram', 0, 0),
+                        (2, 'telegram:-100:*', 'telegram', 0, 0),
+                        (3, 'not a key', 'telegram', 0, 0);
+             INSERT INTO messages (session_id, role, content, created_at)
+                 VALUES (1, 'user', '他说你好世界', 0),
+                        (1, 'tool', '工具输出你好世界', 0),
+                        (2, 'assistant', '你好世界 again', 0),
+                        (3, 'user', '你好世界 lost', 0);",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let owners: Vec<Option<String>> = store
+        .call(|c| {
+            Ok(c.prepare("SELECT owner FROM sessions ORDER BY id")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        owners,
+        [
+            Some("telegram:-100:7".to_owned()),
+            Some("telegram:-100:*".to_owned()),
+            None
+        ]
+    );
+    let indexed: i64 = store
+        .call(|c| {
+            c.execute(
+                "INSERT INTO messages_trigram(messages_trigram) VALUES ('integrity-check')",
+                [],
+            )?;
+            Ok(c.query_row(
+                "SELECT COUNT(*) FROM messages_trigram WHERE messages_trigram MATCH '\"你好世界\"'",
+                [],
+                |r| r.get(0),
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(indexed, 3, "user and assistant rows, not the tool result");
+    let found = store
+        .search_messages(
+            "你好世界",
+            SearchScope::Owner("telegram:-100:7".into()),
+            5,
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].excerpts[0][0].content, "他说你好世界");
+    let shared = store
+        .search_messages(
+            "你好世界",
+            SearchScope::Owner("telegram:-100:*".into()),
+            5,
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(shared[0].excerpts[0][0].content, "你好世界 again");
+    // New sessions get their owner when they are created.
+    let s = store
+        .session_active(&SessionKey::direct(Platform::Telegram, "9"))
+        .await
+        .unwrap();
+    let owner: Option<String> = store
+        .call(move |c| {
+            Ok(
+                c.query_row("SELECT owner FROM sessions WHERE id = ?1", [s.id], |r| {
+                    r.get(0)
+                })?,
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(owner.as_deref(), Some("telegram:9"));
+}

@@ -1,0 +1,34 @@
+//! Settings: set, replace, delete, count.
+
+use crate::store::*;
+
+pub(crate) async fn settings_are_set_replaced_and_deleted(store: Store) {
+    assert_eq!(store.setting("s", "level").await.unwrap(), None);
+    store.set_setting("s", "level", "safe").await.unwrap();
+    store.set_setting("s", "level", "auto").await.unwrap();
+    store
+        .set_setting("t", "level", "full-access")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.setting("s", "level").await.unwrap().as_deref(),
+        Some("auto")
+    );
+    store.delete_setting("s", "level").await.unwrap();
+    assert_eq!(store.setting("s", "level").await.unwrap(), None);
+    assert_eq!(
+        store.setting("t", "level").await.unwrap().as_deref(),
+        Some("full-access")
+    );
+}
+
+pub(crate) async fn counters_start_at_one_and_count_up(store: Store) {
+    assert_eq!(store.increment_setting("s", "uses").await.unwrap(), 1);
+    assert_eq!(store.increment_setting("s", "uses").await.unwrap(), 2);
+    store.set_setting("s", "junk", "x").await.unwrap();
+    assert_eq!(store.increment_setting("s", "junk").await.unwrap(), 1);
+    assert_eq!(
+        store.setting("s", "uses").await.unwrap().as_deref(),
+        Some("2")
+    );
+}
