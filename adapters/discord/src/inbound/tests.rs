@@ -1,3 +1,6 @@
+//! Unit tests of the gateway event -> Message conversion on Discord JSON: triggers, mentions,
+//! threads, guild and role rules, attachments.
+
 use serde_json::{Value, json};
 
 use super::*;

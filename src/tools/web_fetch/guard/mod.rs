@@ -268,5 +268,4 @@ impl Guard {
 }
 
 #[cfg(test)]
-#[path = "guard_tests.rs"]
 mod tests;

@@ -375,5 +375,4 @@ pub fn index(skills: &[&Skill]) -> String {
 }
 
 #[cfg(test)]
-#[path = "library_tests.rs"]
 mod tests;

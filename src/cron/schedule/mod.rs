@@ -307,5 +307,4 @@ impl CronExpr {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;

@@ -385,5 +385,4 @@ fn force_push(scan: &Scan<'_>) -> bool {
 }
 
 #[cfg(test)]
-#[path = "dangerous_tests.rs"]
 mod tests;

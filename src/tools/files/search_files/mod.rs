@@ -318,5 +318,4 @@ impl Search<'_> {
 }
 
 #[cfg(test)]
-#[path = "search_files_tests.rs"]
 mod tests;

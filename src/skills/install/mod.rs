@@ -290,5 +290,4 @@ impl Drop for TempDir {
 }
 
 #[cfg(test)]
-#[path = "install_tests.rs"]
 mod tests;
