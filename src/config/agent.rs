@@ -1,7 +1,11 @@
 //! `[agent]`: the turn loop's budgets, its history and compression, the system prompt and the
 //! user's time zone.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
 
 /// The agent's turn loop.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -48,5 +52,33 @@ impl Default for AgentConfig {
             compression_keep_first: 3,
             compression_keep_last: 20,
         }
+    }
+}
+
+impl AgentConfig {
+    /// Budgets above zero, a threshold in range, a known time zone.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        if self.max_iterations == 0 {
+            return bad("agent.max_iterations", "must be at least 1".into());
+        }
+        if !(0.1..=0.95).contains(&self.compression_threshold) {
+            return bad(
+                "agent.compression_threshold",
+                "must be between 0.1 and 0.95".into(),
+            );
+        }
+        if self.history_messages < 2 {
+            return bad("agent.history_messages", "must be at least 2".into());
+        }
+        if let Some(tz) = &self.timezone
+            && jiff::tz::TimeZone::get(tz).is_err()
+        {
+            return bad(
+                "agent.timezone",
+                format!("unknown time zone `{tz}` (use an IANA name such as \"Europe/Berlin\")"),
+            );
+        }
+        Ok(())
     }
 }

@@ -1,8 +1,12 @@
 //! `[gateway]`: who is served everywhere, what a busy session does with a new message, how
 //! sessions and delivery are bounded.
 
+use std::path::Path;
+
 use hermes_adapter::{GroupSessions, Platform};
 use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
 
 /// What happens to a message that arrives while its session is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -59,6 +63,31 @@ impl Default for GatewayConfig {
 }
 
 impl GatewayConfig {
+    /// Limits above zero and allowlist entries that name a platform.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        if self.max_concurrent_turns == 0 {
+            return bad("gateway.max_concurrent_turns", "must be at least 1".into());
+        }
+        if self.session_idle_minutes.is_nan() || self.session_idle_minutes <= 0.0 {
+            return bad("gateway.session_idle_minutes", "must be above 0".into());
+        }
+        if self.send_max_attempts == 0 {
+            return bad("gateway.send_max_attempts", "must be at least 1".into());
+        }
+        for entry in &self.allowed_users {
+            if let Some((platform, id)) = entry.split_once(':')
+                && (platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty())
+            {
+                return bad(
+                    "gateway.allowed_users",
+                    format!("`{entry}` is not `platform:id` or a bare user id"),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The global allowlist's ids for `platform`: its `platform:id` entries, and the bare ids
     /// that `looks_like` takes for one of its ids (an address, a `@user:server`).
     pub fn allowed_on(&self, platform: Platform, looks_like: impl Fn(&str) -> bool) -> Vec<String> {

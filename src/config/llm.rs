@@ -1,10 +1,13 @@
 //! The `[llm]` section: which provider, which models, fallbacks and prices.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::ConfigError;
 use super::Secret;
+use super::validate::check_http_url;
 
 /// Which API a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -118,6 +121,33 @@ impl Default for LlmConfig {
 }
 
 impl LlmConfig {
+    /// Checks the types cannot express, with errors that name the key.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        check_http_url(&self.base_url).or_else(|p| bad("llm.base_url", p))?;
+        for (i, f) in self.fallback.iter().enumerate() {
+            if let Some(url) = &f.base_url {
+                check_http_url(url).or_else(|p| bad(&format!("llm.fallback[{i}].base_url"), p))?;
+            }
+            if f.model.trim().is_empty() {
+                return bad(
+                    &format!("llm.fallback[{i}].model"),
+                    "must not be empty".into(),
+                );
+            }
+        }
+        if self.model.trim().is_empty() {
+            return bad(
+                "llm.model",
+                "must not be empty (for example \"gpt-4o-mini\")".into(),
+            );
+        }
+        if self.max_concurrent_requests == 0 {
+            return bad("llm.max_concurrent_requests", "must be at least 1".into());
+        }
+        Ok(())
+    }
+
     /// A provider is configured when there is a key, or a base URL was set explicitly (local
     /// servers such as Ollama or llama.cpp need no key).
     pub fn is_configured(&self) -> bool {

@@ -2,10 +2,12 @@
 //! long a confirmation or a question waits.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use hermes_adapter::Platform;
 use serde::{Deserialize, Serialize};
 
+use super::ConfigError;
 use crate::policy::{Category, Decision, Level};
 
 /// Who may do what without asking.
@@ -36,5 +38,19 @@ impl Default for PolicyConfig {
             approval_timeout_secs: 30,
             clarify_timeout_secs: 300,
         }
+    }
+}
+
+impl PolicyConfig {
+    /// Overrides name built-in tools; confirmations wait at least a second.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        if let Some(tool) = self.tools.keys().find(|t| !super::is_builtin(t)) {
+            return bad("policy.tools", format!("unknown tool `{tool}`"));
+        }
+        if self.approval_timeout_secs == 0 {
+            return bad("policy.approval_timeout_secs", "must be at least 1".into());
+        }
+        Ok(())
     }
 }

@@ -1,7 +1,11 @@
 //! Settings of the daemon as a service: the admin HTTP endpoint (health, readiness, metrics,
 //! status) and the housekeeping that keeps the store bounded.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
 
 /// The admin HTTP endpoint: `/healthz`, `/readyz`, `/metrics`, `/status`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -41,5 +45,22 @@ impl Default for RetentionConfig {
         RetentionConfig {
             delivery_log_days: 7,
         }
+    }
+}
+
+impl AdminConfig {
+    /// The listen address, when the endpoint is on.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        if self.enabled && self.listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(
+                "admin.listen",
+                format!(
+                    "`{}` is not an address with a port (for example \"127.0.0.1:8790\")",
+                    self.listen
+                ),
+            );
+        }
+        Ok(())
     }
 }

@@ -1,9 +1,12 @@
 //! The `[sessions]` section: when conversations start over by themselves.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use hermes_adapter::Platform;
 use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
 
 /// When a conversation starts over by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -64,6 +67,36 @@ impl Default for SessionsConfig {
 }
 
 impl SessionsConfig {
+    /// Hours of the day and override keys that name a chat kind or a platform.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        let hours = std::iter::once(self.daily_at_hour)
+            .chain(self.by.values().filter_map(|o| o.daily_at_hour));
+        if hours.into_iter().any(|h| h > 23) {
+            return bad(
+                "sessions.daily_at_hour",
+                "must be an hour from 0 to 23".into(),
+            );
+        }
+        if let Some(key) = self.by.keys().find(|k| {
+            let mut parts = k.split('.');
+            let first = parts.next().unwrap_or_default();
+            let second = parts.next();
+            let kind_ok = |s: &str| matches!(s, "direct" | "group");
+            let known = match second {
+                None => kind_ok(first) || first.parse::<Platform>().is_ok(),
+                Some(kind) => first.parse::<Platform>().is_ok() && kind_ok(kind),
+            };
+            !known || parts.next().is_some()
+        }) {
+            return bad(
+                "sessions.by",
+                format!("`{key}` is not `direct`, `group`, a platform, or `platform.direct|group`"),
+            );
+        }
+        Ok(())
+    }
+
     /// The policy for sessions on `platform` in chats of `kind`.
     pub fn policy(&self, platform: Platform, kind: hermes_adapter::ChatKind) -> ResetPolicy {
         let kind = match kind {

@@ -338,3 +338,24 @@ fn email_comes_from_the_environment() {
     c.email.smtp_security = "ssl3".into();
     assert!(c.email.validate(None).is_err());
 }
+
+#[test]
+fn every_chat_platform_has_one_section_in_both_lists() {
+    let mut c = Config::default();
+    let read: Vec<Platform> = c.platforms().iter().map(|p| p.platform()).collect();
+    let write: Vec<Platform> = c.platforms_mut().iter().map(|p| p.platform()).collect();
+    assert_eq!(
+        read, write,
+        "platforms() and platforms_mut() list the same sections"
+    );
+    let unique: std::collections::BTreeSet<_> = read.iter().collect();
+    assert_eq!(unique.len(), read.len(), "no section twice");
+    for p in Platform::ALL {
+        let chat = !matches!(p, Platform::Cli | Platform::Cron);
+        assert_eq!(
+            read.contains(p),
+            chat,
+            "{p}: a chat platform has a section, only they do"
+        );
+    }
+}

@@ -3,10 +3,13 @@
 //! enables; the agent's toolbox registers exactly these tools (a test there says so).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::path::PathBuf;
 
 use hermes_adapter::Platform;
 use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
 
 /// Which tools exist and how they are confined.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -80,4 +83,34 @@ pub fn tools_in(toolsets: &[String]) -> Vec<&'static str> {
         .filter(|(name, _)| toolsets.iter().any(|s| s == name))
         .flat_map(|(_, tools)| tools.iter().copied())
         .collect()
+}
+
+impl ToolsConfig {
+    /// Known toolsets everywhere and per platform.
+    pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
+        let known = |set: &String| TOOLSETS.iter().any(|(name, _)| name == set);
+        let sets = self
+            .toolsets
+            .iter()
+            .map(|s| ("tools.toolsets".to_owned(), s));
+        let per_platform = self.platforms.iter().flat_map(|(p, sets)| {
+            sets.iter()
+                .map(move |s| (format!("tools.platforms.{p}"), s))
+        });
+        if let Some((key, set)) = sets.chain(per_platform).find(|(_, s)| !known(s)) {
+            let names: Vec<&str> = TOOLSETS.iter().map(|(n, _)| *n).collect();
+            return bad(
+                &key,
+                format!("unknown toolset `{set}` (known: {})", names.join(", ")),
+            );
+        }
+        if self.max_concurrent_subagents == 0 {
+            return bad(
+                "tools.max_concurrent_subagents",
+                "must be at least 1".into(),
+            );
+        }
+        Ok(())
+    }
 }
