@@ -9,6 +9,8 @@ fn main() -> ExitCode {
     // Two TLS backends are linked (via different HTTP stacks); pick one for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     hermes::logging::init(cli.log_format);
+    // Fault injection for tests (`FAILPOINTS`); nothing without the `failpoints` feature.
+    let _faults = fail::FailScenario::setup();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

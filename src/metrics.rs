@@ -35,6 +35,8 @@ pub struct Metrics {
     pub turn_seconds: Histogram,
     pub llm_tokens: Family<KindLabel, Counter>,
     pub llm_errors: Family<KindLabel, Counter>,
+    /// Tasks that panicked and were restarted, by task (`lane`, `outbox`, `adapter`).
+    pub task_panics: Family<KindLabel, Counter>,
     pub inbox_open: Gauge,
     pub outbox_pending: Gauge,
     pub outbox_failed: Gauge,
@@ -67,6 +69,7 @@ impl Metrics {
             turn_seconds: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             llm_tokens: Family::default(),
             llm_errors: Family::default(),
+            task_panics: Family::default(),
             inbox_open: Gauge::default(),
             outbox_pending: Gauge::default(),
             outbox_failed: Gauge::default(),
@@ -114,6 +117,11 @@ impl Metrics {
             "llm_errors",
             "Model calls that failed after retries, by kind",
             m.llm_errors.clone(),
+        );
+        r.register(
+            "task_panics",
+            "Tasks that panicked, were logged and restarted, by task",
+            m.task_panics.clone(),
         );
         r.register(
             "inbox_open",
@@ -198,6 +206,13 @@ impl Metrics {
     /// Count a model call that failed for good.
     pub fn record_llm_error(&self, kind: &'static str) {
         self.llm_errors.get_or_create(&KindLabel { kind }).inc();
+    }
+
+    /// Count a task that panicked (and was restarted).
+    pub fn record_panic(&self, task: &'static str) {
+        self.task_panics
+            .get_or_create(&KindLabel { kind: task })
+            .inc();
     }
 
     /// Count a finished turn.

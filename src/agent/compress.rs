@@ -63,7 +63,8 @@ fn head_len(messages: &[StoredMessage], keep: usize) -> usize {
     let mut n = keep.min(messages.len());
     while n < messages.len()
         && (messages[n].message.role == Role::Tool
-            || messages[n - 1].message.role == Role::Assistant
+            || n > 0
+                && messages[n - 1].message.role == Role::Assistant
                 && !messages[n - 1].message.tool_calls.is_empty())
     {
         n += 1;
@@ -256,6 +257,16 @@ mod tests {
             arguments: "{}".into(),
         }];
         m
+    }
+
+    #[test]
+    fn an_empty_head_is_allowed() {
+        let msgs = vec![
+            stored(1, ChatMessage::user("a")),
+            stored(2, ChatMessage::assistant("b")),
+        ];
+        assert_eq!(head_len(&msgs, 0), 0);
+        assert_eq!(head_len(&[], 0), 0);
     }
 
     fn result(id: &str) -> ChatMessage {

@@ -92,6 +92,12 @@ pub(super) fn render(r: &StatusReport) -> String {
         r.resident_bytes as f64 / 1048576.0,
         r.store_bytes as f64 / 1048576.0
     ));
+    if r.poisoned > 0 {
+        out.push_str(&format!(
+            "poisoned:  {} stored message(s) or reply(ies) could not be read and were set aside (the log names them)\n",
+            r.poisoned
+        ));
+    }
     if let Some(e) = &r.reload_error {
         out.push_str(&format!(
             "reload:    refused, old configuration in force: {e}\n"

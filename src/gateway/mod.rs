@@ -55,6 +55,15 @@ pub(crate) struct InForce {
     pub authz: Arc<Authorizer>,
 }
 
+/// The text of a caught panic's payload (tasks that panic are logged and restarted).
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
 /// An answer to a `clarify` question: typed, or a choice button.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reply {

@@ -86,12 +86,16 @@ pub(super) fn error_message(body: &str) -> String {
     msg.chars().take(300).collect()
 }
 
-/// `Retry-After` in seconds (fractions allowed). HTTP dates are not honoured: no provider sends
-/// them, and the caller's own backoff applies instead.
+/// Longest wait a provider's `Retry-After` is taken at (a larger value is read as this).
+const MAX_RETRY_AFTER_SECS: f64 = 3600.0;
+
+/// `Retry-After` in seconds (fractions allowed), at most an hour. HTTP dates are not honoured:
+/// no provider sends them, and the caller's own backoff applies instead.
 pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     let secs: f64 = v.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::from_secs_f64(secs.min(MAX_RETRY_AFTER_SECS)))
 }
 
 /// The error for a non-2xx status. Anthropic's 529 "overloaded" falls in the 5xx range.
@@ -182,5 +186,11 @@ mod tests {
         assert_eq!(retry_after(&h), None);
         h.insert(reqwest::header::RETRY_AFTER, "-3".parse().unwrap());
         assert_eq!(retry_after(&h), None);
+        h.insert(reqwest::header::RETRY_AFTER, "1e20".parse().unwrap());
+        assert_eq!(
+            retry_after(&h),
+            Some(Duration::from_secs(3600)),
+            "clamped, no panic"
+        );
     }
 }

@@ -17,6 +17,9 @@ pub enum InboxStatus {
     Queued,
     Done,
     Ignored,
+    /// It could not be decoded (a corrupt payload, or a variant a newer hermes wrote); set aside
+    /// so the rows behind it go on.
+    Poisoned,
 }
 
 impl InboxStatus {
@@ -27,6 +30,7 @@ impl InboxStatus {
             "queued" => InboxStatus::Queued,
             "done" => InboxStatus::Done,
             "ignored" => InboxStatus::Ignored,
+            "poisoned" => InboxStatus::Poisoned,
             other => return Err(StoreError::Corrupt(format!("inbox status `{other}`"))),
         })
     }
@@ -105,6 +109,9 @@ pub trait Inbox: Send + Sync {
 
     /// Rows not yet finished (`new` + `queued`), for `/status` and `doctor`.
     async fn inbox_open_count(&self) -> Result<u64>;
+
+    /// Rows set aside because they could not be decoded, for `hermes status`.
+    async fn inbox_poisoned_count(&self) -> Result<u64>;
 
     /// Finish inbox rows with direct replies (chat commands, error notices), atomically.
     async fn reply_and_finish(

@@ -25,6 +25,8 @@ pub struct OutboxStats {
     pub pending: u64,
     pub sent: u64,
     pub failed: u64,
+    /// Rows set aside because they could not be decoded.
+    pub poisoned: u64,
 }
 
 /// The outbox role: the lanes and commands queue, the pump sends.

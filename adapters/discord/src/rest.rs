@@ -159,12 +159,22 @@ async fn classify_response(response: reqwest::Response) -> SendError {
     let too_long = body
         .get("errors")
         .is_some_and(|e| e.to_string().contains("BASE_TYPE_MAX_LENGTH"));
-    // The body's value has millisecond precision; the header is rounded up to whole seconds.
-    let wait = body_wait
-        .or(header_wait)
+    classify(
+        status,
+        code,
+        &message,
+        too_long,
+        wait(body_wait, header_wait),
+    )
+}
+
+/// The wait a 429 asks for: the body's value (millisecond precision) before the header's (rounded
+/// up to whole seconds), at most an hour (more is nonsense from a proxy, and must never
+/// overflow a `Duration`).
+fn wait(body: Option<f64>, header: Option<f64>) -> Option<Duration> {
+    body.or(header)
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64);
-    classify(status, code, &message, too_long, wait)
+        .map(|s| Duration::from_secs_f64(s.min(3600.0)))
 }
 
 pub(crate) fn classify_serenity(e: serenity::Error) -> SendError {
@@ -247,6 +257,14 @@ mod tests {
             classify(502, 0, "Bad Gateway", false, None),
             SendError::Transient(_)
         ));
+    }
+
+    #[test]
+    fn huge_or_broken_waits_never_panic() {
+        assert_eq!(wait(Some(1e20), None), Some(Duration::from_secs(3600)));
+        assert_eq!(wait(None, Some(2.0)), Some(Duration::from_secs(2)));
+        assert_eq!(wait(Some(f64::NAN), None), None);
+        assert_eq!(wait(Some(-1.0), None), None);
     }
 
     #[test]

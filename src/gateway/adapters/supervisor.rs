@@ -3,9 +3,11 @@
 //! nothing is the most common failure users report).
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use hermes_adapter::{Adapter, AdapterError, InboundSink, Platform};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -106,7 +108,20 @@ pub async fn supervise(
             run_token.clone(),
         ));
         let started = Instant::now();
-        let result = adapter.run(sink.clone(), run_token.clone()).await;
+        // A panic in the listener is a failure like any other: logged, counted, restarted.
+        let result = match AssertUnwindSafe(adapter.run(sink.clone(), run_token.clone()))
+            .catch_unwind()
+            .await
+        {
+            Ok(result) => result,
+            Err(panic) => {
+                crate::metrics::metrics().record_panic("adapter");
+                Err(AdapterError::Fatal(format!(
+                    "the listener panicked: {}",
+                    crate::gateway::panic_message(&panic)
+                )))
+            }
+        };
         watchdog.abort();
         if shutdown.is_cancelled() {
             break;

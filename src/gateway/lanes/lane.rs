@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use hermes_adapter::SessionKey;
+use std::panic::AssertUnwindSafe;
 use tokio::sync::{Mutex, Notify};
 use tracing::Instrument;
 
@@ -13,6 +15,8 @@ use super::turn::{Outage, run_turn};
 use crate::agent::TurnControl;
 use crate::config::BusyMode;
 use crate::gateway::Shared;
+use crate::gateway::outbound::replies::replies;
+use crate::store::InboxOutcome;
 
 /// One session's lane.
 pub(crate) struct Lane {
@@ -51,6 +55,53 @@ pub(crate) struct LaneState {
 
 /// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
 const MAX_BATCH: usize = 20;
+
+/// Run the lane's loop; a panic in it is logged, counted, and answered: the messages of the turn
+/// that broke get an apology and are marked failed (so they are not retried into the same
+/// panic), and the loop starts again for the messages behind them.
+pub(crate) async fn supervise(shared: Arc<Shared>, lane: Arc<Lane>) {
+    loop {
+        let ran = AssertUnwindSafe(run(shared.clone(), lane.clone()))
+            .catch_unwind()
+            .await;
+        let Err(panic) = ran else { return };
+        crate::metrics::metrics().record_panic("lane");
+        tracing::error!(session = %lane.key, panic = %crate::gateway::panic_message(&panic), "the session lane panicked; its turn is answered as failed and the lane restarts");
+        fail_running_turn(&shared, &lane).await;
+        if shared.draining.is_cancelled() {
+            return;
+        }
+    }
+}
+
+/// After a panic mid-turn: answer the turn's messages with an apology and mark them failed.
+async fn fail_running_turn(shared: &Arc<Shared>, lane: &Lane) {
+    let max = {
+        let mut state = lane.state.lock().await;
+        state.control = None;
+        std::mem::take(&mut state.max_included)
+    };
+    let rows = match shared.store.inbox_queued_for(&lane.key, MAX_BATCH).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::error!(session = %lane.key, error = %e, "cannot read the inbox after a panic");
+            return;
+        }
+    };
+    let rows: Vec<_> = rows.into_iter().filter(|r| r.id <= max).collect();
+    let Some(last) = rows.last() else { return };
+    let note = "⚠️ Sorry, something went wrong on my side while answering this. It was logged for the operator; please try again.";
+    let replies = replies(shared, &last.message, note, &format!("panic:{}", last.id));
+    let ids = rows.iter().map(|r| r.id).collect();
+    match shared
+        .store
+        .reply_and_finish(ids, InboxOutcome::Failed, replies)
+        .await
+    {
+        Ok(()) => shared.outbox_signal.notify_one(),
+        Err(e) => tracing::error!(session = %lane.key, error = %e, "cannot record the failed turn"),
+    }
+}
 
 /// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
 pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {

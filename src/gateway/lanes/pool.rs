@@ -38,7 +38,7 @@ impl SessionPool {
         let lane = {
             let entry = self.lanes.entry(key.clone()).or_insert_with(|| {
                 let lane = Arc::new(Lane::new(key.clone()));
-                tokio::spawn(lane::run(shared.clone(), lane.clone()));
+                tokio::spawn(lane::supervise(shared.clone(), lane.clone()));
                 lane
             });
             entry.pending.store(true, Ordering::SeqCst);

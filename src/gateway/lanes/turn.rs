@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hermes_adapter::{Message, SentId, SessionKey, now_millis};
+use tokio_util::task::AbortOnDropHandle;
 
 use super::chat_interaction::ChatInteraction;
 use super::prompt_input::new_messages;
@@ -141,10 +142,9 @@ impl<'a> Turn<'a> {
             }),
             late_notice: self.outage.noticed.clone(),
         };
+        fail::fail_point!("lane-turn");
         let report = self.now.agent.run_turn(input).await;
-        for task in [typing, progress].into_iter().flatten() {
-            task.abort();
-        }
+        drop((typing, progress));
         // The sink went with the turn, so the view ends: its last preview gets the final answer.
         let preview = match view {
             Some(task) => task.await.ok().flatten(),
@@ -394,12 +394,12 @@ fn failure_notice(err: &LlmError) -> String {
 fn start_progress_notes(
     every: u64,
     person: &Arc<ChatInteraction>,
-) -> Option<tokio::task::JoinHandle<()>> {
+) -> Option<AbortOnDropHandle<()>> {
     if every == 0 {
         return None;
     }
     let person = person.clone();
-    Some(tokio::spawn(async move {
+    Some(AbortOnDropHandle::new(tokio::spawn(async move {
         use crate::tools::Interaction;
         let started = tokio::time::Instant::now();
         loop {
@@ -412,22 +412,23 @@ fn start_progress_notes(
             };
             person.notify(&text).await;
         }
-    }))
+    })))
 }
 
 /// Keep a "typing…" indicator up while the turn runs (platform indicators expire after ~5 s).
-fn start_typing(shared: &Arc<Shared>, msg: &Message) -> Option<tokio::task::JoinHandle<()>> {
+/// Both background tasks end when their handle is dropped, even when a turn panics.
+fn start_typing(shared: &Arc<Shared>, msg: &Message) -> Option<AbortOnDropHandle<()>> {
     let adapter = shared.adapter(msg.platform)?;
     if !adapter.capabilities().typing {
         return None;
     }
     let (chat, thread) = (msg.chat.id.clone(), msg.thread.clone());
-    Some(tokio::spawn(async move {
+    Some(AbortOnDropHandle::new(tokio::spawn(async move {
         loop {
             if let Err(e) = adapter.typing(&chat, thread.as_ref()).await {
                 tracing::debug!(error = %e, "typing indicator failed");
             }
             tokio::time::sleep(Duration::from_secs(4)).await;
         }
-    }))
+    })))
 }

@@ -37,6 +37,9 @@ pub struct StatusReport {
     pub inbox_open: u64,
     pub outbox_pending: u64,
     pub outbox_failed: u64,
+    /// Inbox and outbox rows set aside because they could not be read.
+    #[serde(default)]
+    pub poisoned: u64,
     pub store_bytes: u64,
     pub resident_bytes: u64,
     pub model: String,
@@ -102,6 +105,7 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
     let store = &shared.store;
     let inbox_open = store.inbox_open_count().await.unwrap_or_default();
     let outbox = store.outbox_stats().await.unwrap_or_default();
+    let poisoned = store.inbox_poisoned_count().await.unwrap_or_default() + outbox.poisoned;
     let db = shared.config().database_path();
     let store_bytes = ["", "-wal"]
         .iter()
@@ -122,6 +126,7 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
         inbox_open,
         outbox_pending: outbox.pending,
         outbox_failed: outbox.failed,
+        poisoned,
         store_bytes,
         resident_bytes: crate::metrics::resident_bytes(),
         model: shared.agent().model().to_owned(),

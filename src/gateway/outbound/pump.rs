@@ -2,10 +2,12 @@
 //! waits out `retry_after`, retries transient failures with backoff, and marks each row sent or
 //! failed. A reply is marked sent only after the platform accepted it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use hermes_adapter::{SendError, now_millis};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -21,13 +23,43 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest wait between two looks at the outbox.
 const MAX_IDLE: Duration = Duration::from_secs(30);
 
+/// A send's result that could not be written (the store is failing: disk full, busy). It is kept
+/// here and written again, and its row is not sent again meanwhile: a send that went out is
+/// never repeated because its record failed.
+#[derive(Debug, Clone)]
+enum Unrecorded {
+    Sent(String),
+    Deferred { at: i64, why: String },
+    Retry { at: i64, why: String },
+    Failed(String),
+}
+
+impl Unrecorded {
+    async fn write(&self, store: &crate::store::Store, id: i64) -> crate::store::Result<()> {
+        match self {
+            Unrecorded::Sent(sent) => store.outbox_mark_sent(id, sent.clone()).await,
+            Unrecorded::Deferred { at, why } => store.outbox_defer(id, *at, why.clone()).await,
+            Unrecorded::Retry { at, why } => store.outbox_retry_at(id, *at, why.clone()).await,
+            Unrecorded::Failed(why) => store.outbox_mark_failed(id, why.clone()).await,
+        }
+    }
+}
+
 /// Send until `stop`; in-flight sends are finished before returning.
 pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
-    let mut in_flight: JoinSet<i64> = JoinSet::new();
+    let mut in_flight: JoinSet<(i64, Option<Unrecorded>)> = JoinSet::new();
     let mut busy: HashSet<i64> = HashSet::new();
+    let mut unrecorded: HashMap<i64, Unrecorded> = HashMap::new();
+    let mut store_backoff = Duration::from_secs(1);
     loop {
         let signal = shared.outbox_signal.notified();
-        if busy.len() < MAX_IN_FLIGHT {
+        let store_failing = !write_unrecorded(&shared, &mut unrecorded, &mut busy).await;
+        if store_failing {
+            tracing::error!(unrecorded = unrecorded.len(), retry_in = ?store_backoff, "cannot record sent replies; sending nothing new until the store writes again");
+        } else {
+            store_backoff = Duration::from_secs(1);
+        }
+        if !store_failing && busy.len() < MAX_IN_FLIGHT {
             match shared
                 .store
                 .outbox_due(now_millis(), MAX_IN_FLIGHT * 2)
@@ -40,22 +72,25 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
                         }
                         if busy.insert(row.id) {
                             let shared = shared.clone();
-                            in_flight.spawn(async move {
-                                let id = row.id;
-                                send_one(&shared, row).await;
-                                id
-                            });
+                            in_flight
+                                .spawn(async move { (row.id, guarded_send(&shared, row).await) });
                         }
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
             }
         }
-        let wait = match shared.store.outbox_next_due().await {
-            Ok(Some(at)) => Duration::from_millis(
-                (at - now_millis()).clamp(0, MAX_IDLE.as_millis() as i64) as u64,
-            ),
-            _ => MAX_IDLE,
+        let wait = if store_failing {
+            let wait = store_backoff;
+            store_backoff = (store_backoff * 2).min(MAX_IDLE);
+            wait
+        } else {
+            match shared.store.outbox_next_due().await {
+                Ok(Some(at)) => Duration::from_millis(
+                    (at - now_millis()).clamp(0, MAX_IDLE.as_millis() as i64) as u64,
+                ),
+                _ => MAX_IDLE,
+            }
         };
         // A due head that is being sent right now must not spin the loop.
         let wait = wait.max(Duration::from_millis(if busy.is_empty() {
@@ -65,8 +100,15 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
         }));
         tokio::select! {
             Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
-                if let Ok(id) = done {
-                    busy.remove(&id);
+                if let Ok((id, failed_write)) = done {
+                    match failed_write {
+                        Some(result) => {
+                            unrecorded.insert(id, result);
+                        }
+                        None => {
+                            busy.remove(&id);
+                        }
+                    }
                 }
             }
             _ = signal => {}
@@ -74,7 +116,55 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             _ = stop.cancelled() => break,
         }
     }
-    while in_flight.join_next().await.is_some() {}
+    while let Some(done) = in_flight.join_next().await {
+        if let Ok((id, Some(result))) = done {
+            unrecorded.insert(id, result);
+        }
+    }
+    write_unrecorded(&shared, &mut unrecorded, &mut busy).await;
+}
+
+/// Write the results kept in memory; `false` while some still cannot be written.
+async fn write_unrecorded(
+    shared: &Shared,
+    unrecorded: &mut HashMap<i64, Unrecorded>,
+    busy: &mut HashSet<i64>,
+) -> bool {
+    let pending: Vec<(i64, Unrecorded)> = unrecorded.iter().map(|(i, u)| (*i, u.clone())).collect();
+    for (id, result) in pending {
+        match result.write(&shared.store, id).await {
+            Ok(()) => {
+                unrecorded.remove(&id);
+                busy.remove(&id);
+            }
+            Err(e) => tracing::debug!(outbox = id, error = %e, "still cannot record a send"),
+        }
+    }
+    unrecorded.is_empty()
+}
+
+/// Send a row; a panic in the adapter is caught, counted, and treated as a transient failure (the
+/// row is retried with backoff, then marked failed), so its chat's later replies still go out.
+async fn guarded_send(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
+    let (id, attempts, platform) = (row.id, row.attempts, row.platform);
+    match AssertUnwindSafe(send_one(shared, row)).catch_unwind().await {
+        Ok(unrecorded) => unrecorded,
+        Err(panic) => {
+            crate::metrics::metrics().record_panic("outbox");
+            let why = format!(
+                "the {platform} adapter panicked while sending: {}",
+                crate::gateway::panic_message(&panic)
+            );
+            tracing::error!(outbox = id, "{why}");
+            let result = if attempts + 1 < shared.config().gateway.send_max_attempts {
+                let at = now_millis() + backoff(attempts).as_millis() as i64;
+                Unrecorded::Retry { at, why }
+            } else {
+                Unrecorded::Failed(why)
+            };
+            result.write(&shared.store, id).await.err().map(|_| result)
+        }
+    }
 }
 
 /// At shutdown: send what is due, one by one, until nothing is due or the deadline passes.
@@ -85,12 +175,25 @@ pub(crate) async fn flush(shared: &Arc<Shared>, deadline: tokio::time::Instant) 
             _ => return,
         };
         for row in rows {
-            if tokio::time::timeout_at(deadline, send_one(shared, row))
-                .await
-                .is_err()
-            {
-                tracing::warn!("replies still unsent at shutdown; they are sent at the next start");
-                return;
+            let id = row.id;
+            match tokio::time::timeout_at(deadline, guarded_send(shared, row)).await {
+                Ok(None) => {}
+                Ok(Some(result)) => {
+                    // Try once more, then stop: sending on could only repeat this reply.
+                    if result.write(&shared.store, id).await.is_err() {
+                        tracing::error!(
+                            outbox = id,
+                            "cannot record a sent reply at shutdown; it may be sent again at the next start"
+                        );
+                        return;
+                    }
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "replies still unsent at shutdown; they are sent at the next start"
+                    );
+                    return;
+                }
             }
         }
     }
@@ -121,13 +224,19 @@ fn backoff(attempts: u32) -> Duration {
     Duration::from_secs(2u64.saturating_pow(attempts.saturating_add(1)).min(300))
 }
 
-async fn send_one(shared: &Shared, row: OutboxRow) {
+/// Send a row and record the result; the result that could not be recorded is returned.
+async fn send_one(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
     let Some(adapter) = shared.adapter(row.platform) else {
         let msg = format!("no {} adapter is running", row.platform);
         tracing::error!(outbox = row.id, "{msg}; reply marked failed");
-        let _ = shared.store.outbox_mark_failed(row.id, msg).await;
-        return;
+        let result = Unrecorded::Failed(msg);
+        return result
+            .write(&shared.store, row.id)
+            .await
+            .err()
+            .map(|_| result);
     };
+    fail::fail_point!("outbox-send", |_| None);
     let result =
         match tokio::time::timeout(SEND_TIMEOUT, deliver(adapter.as_ref(), &row.outbound)).await {
             Ok(r) => r,
@@ -135,44 +244,44 @@ async fn send_one(shared: &Shared, row: OutboxRow) {
                 "no answer within {SEND_TIMEOUT:?}"
             ))),
         };
-    let store = &shared.store;
     let counter = match &result {
         Ok(_) => &metrics().messages_out,
         Err(_) => &metrics().send_failures,
     };
     Metrics::platform(counter, row.platform.as_str()).inc();
-    let outcome = match result {
+    let record = match result {
         Ok(sent) => {
             tracing::debug!(outbox = row.id, platform = %row.platform, chat = %row.outbound.chat, "reply sent");
-            store.outbox_mark_sent(row.id, sent.0).await
+            Unrecorded::Sent(sent.0)
         }
         Err(SendError::RetryAfter(wait)) => {
             tracing::info!(outbox = row.id, platform = %row.platform, ?wait, "rate limited; waiting before resending");
-            let at = now_millis() + wait.as_millis() as i64;
-            store
-                .outbox_defer(row.id, at, format!("rate limited for {wait:?}"))
-                .await
+            Unrecorded::Deferred {
+                at: now_millis() + wait.as_millis() as i64,
+                why: format!("rate limited for {wait:?}"),
+            }
         }
         Err(e)
             if e.is_retryable() && row.attempts + 1 < shared.config().gateway.send_max_attempts =>
         {
             let wait = backoff(row.attempts);
             tracing::warn!(outbox = row.id, platform = %row.platform, error = %e, ?wait, "send failed; will retry");
-            store
-                .outbox_retry_at(
-                    row.id,
-                    now_millis() + wait.as_millis() as i64,
-                    e.to_string(),
-                )
-                .await
+            Unrecorded::Retry {
+                at: now_millis() + wait.as_millis() as i64,
+                why: e.to_string(),
+            }
         }
         Err(e) => {
             tracing::error!(outbox = row.id, platform = %row.platform, chat = %row.outbound.chat, error = %e, "reply could not be delivered; marked failed");
-            store.outbox_mark_failed(row.id, e.to_string()).await
+            Unrecorded::Failed(e.to_string())
         }
     };
-    if let Err(e) = outcome {
-        tracing::error!(outbox = row.id, error = %e, "cannot record the send result");
+    match record.write(&shared.store, row.id).await {
+        Ok(()) => None,
+        Err(e) => {
+            tracing::error!(outbox = row.id, error = %e, "cannot record the send result; it is kept and written again, the reply is not sent again");
+            Some(record)
+        }
     }
 }
 

@@ -35,6 +35,26 @@ fn decode(raw: RawRow) -> Result<InboxRow> {
     })
 }
 
+/// Decode rows; one that cannot be decoded is set aside as `poisoned` (with the reason in
+/// `outcome`) and skipped, so it never blocks the rows behind it.
+fn decode_or_poison(c: &rusqlite::Connection, raws: Vec<RawRow>) -> Result<Vec<InboxRow>> {
+    let mut rows = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let id = raw.0;
+        match decode(raw) {
+            Ok(row) => rows.push(row),
+            Err(e) => {
+                tracing::error!(inbox = id, error = %e, "an inbox row cannot be read; it is set aside as poisoned");
+                c.execute(
+                    "UPDATE inbox SET status = 'poisoned', outcome = ?2, processed_at = ?3 WHERE id = ?1",
+                    params![id, format!("unreadable: {e}"), now_millis()],
+                )?;
+            }
+        }
+    }
+    Ok(rows)
+}
+
 /// Mark rows finished inside an open transaction.
 pub(super) fn finish(tx: &Transaction<'_>, ids: &[i64], outcome: InboxOutcome) -> Result<()> {
     let mut stmt = tx.prepare_cached(
@@ -75,7 +95,7 @@ impl Inbox for SqliteStore {
             let raws = stmt
                 .query_map(params![after, limit as i64], row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            raws.into_iter().map(decode).collect()
+            decode_or_poison(c, raws)
         })
         .await
     }
@@ -122,14 +142,21 @@ impl Inbox for SqliteStore {
             let keys = stmt
                 .query_map([], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            keys.into_iter()
-                .map(|k| {
-                    k.parse()
-                        .map_err(|e: hermes_adapter::ParseSessionKeyError| {
-                            StoreError::Corrupt(e.to_string())
-                        })
-                })
-                .collect()
+            let mut out = Vec::with_capacity(keys.len());
+            for k in keys {
+                match k.parse::<SessionKey>() {
+                    Ok(key) => out.push(key),
+                    Err(e) => {
+                        tracing::error!(error = %e, "queued inbox rows with an unreadable session key are set aside as poisoned");
+                        c.execute(
+                            "UPDATE inbox SET status = 'poisoned', outcome = ?2
+                             WHERE status = 'queued' AND session_key = ?1",
+                            params![k, format!("unreadable session key: {e}")],
+                        )?;
+                    }
+                }
+            }
+            Ok(out)
         })
         .await
     }
@@ -144,7 +171,7 @@ impl Inbox for SqliteStore {
             let raws = stmt
                 .query_map(params![key, limit as i64], row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            raws.into_iter().map(decode).collect()
+            decode_or_poison(c, raws)
         })
         .await
     }
@@ -159,6 +186,17 @@ impl Inbox for SqliteStore {
             .optional()?
             .map(decode)
             .transpose()
+        })
+        .await
+    }
+
+    async fn inbox_poisoned_count(&self) -> Result<u64> {
+        self.call(|c| {
+            Ok(c.query_row(
+                "SELECT COUNT(*) FROM inbox WHERE status = 'poisoned'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )? as u64)
         })
         .await
     }

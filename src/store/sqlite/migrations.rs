@@ -207,6 +207,60 @@ const MIGRATIONS: &[Migration] = &[
     CREATE INDEX outbox_finished ON outbox(created_at) WHERE status IN ('sent', 'failed');
     "#,
     ),
+    // 6: a row that cannot be decoded (a corrupt payload, a variant from a newer hermes) is moved
+    // aside as `poisoned` instead of blocking the rows behind it. SQLite cannot change a CHECK
+    // constraint in place, so both tables are rebuilt (no other table references them).
+    Migration::sql(
+        r#"
+    CREATE TABLE inbox_v6 (
+        id            INTEGER PRIMARY KEY,
+        platform      TEXT NOT NULL,
+        chat_id       TEXT NOT NULL,
+        message_id    TEXT NOT NULL,
+        payload       TEXT NOT NULL,
+        received_at   INTEGER NOT NULL,
+        status        TEXT NOT NULL DEFAULT 'new'
+                      CHECK (status IN ('new', 'queued', 'done', 'ignored', 'poisoned')),
+        session_key   TEXT,
+        outcome       TEXT,
+        processed_at  INTEGER,
+        UNIQUE (platform, chat_id, message_id)
+    );
+    INSERT INTO inbox_v6 (id, platform, chat_id, message_id, payload, received_at, status,
+                          session_key, outcome, processed_at)
+        SELECT id, platform, chat_id, message_id, payload, received_at, status, session_key,
+               outcome, processed_at FROM inbox;
+    DROP TABLE inbox;
+    ALTER TABLE inbox_v6 RENAME TO inbox;
+    CREATE INDEX inbox_open ON inbox(status, id) WHERE status IN ('new', 'queued');
+    CREATE INDEX inbox_session ON inbox(session_key, id) WHERE status = 'queued';
+    CREATE INDEX inbox_finished ON inbox(received_at) WHERE status IN ('done', 'ignored');
+
+    CREATE TABLE outbox_v6 (
+        id               INTEGER PRIMARY KEY,
+        idempotency_key  TEXT NOT NULL UNIQUE,
+        platform         TEXT NOT NULL,
+        chat_id          TEXT NOT NULL,
+        payload          TEXT NOT NULL,
+        status           TEXT NOT NULL DEFAULT 'pending'
+                         CHECK (status IN ('pending', 'sent', 'failed', 'poisoned')),
+        attempts         INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  INTEGER NOT NULL,
+        last_error       TEXT,
+        sent_id          TEXT,
+        created_at       INTEGER NOT NULL,
+        sent_at          INTEGER
+    );
+    INSERT INTO outbox_v6 (id, idempotency_key, platform, chat_id, payload, status, attempts,
+                           next_attempt_at, last_error, sent_id, created_at, sent_at)
+        SELECT id, idempotency_key, platform, chat_id, payload, status, attempts,
+               next_attempt_at, last_error, sent_id, created_at, sent_at FROM outbox;
+    DROP TABLE outbox;
+    ALTER TABLE outbox_v6 RENAME TO outbox;
+    CREATE INDEX outbox_pending ON outbox(platform, chat_id, id) WHERE status = 'pending';
+    CREATE INDEX outbox_finished ON outbox(created_at) WHERE status IN ('sent', 'failed');
+    "#,
+    ),
 ];
 
 /// Set `owner` of every session from its key. A key that does not parse (written by hand, or by

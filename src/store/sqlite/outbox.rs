@@ -28,6 +28,16 @@ pub(super) fn insert(tx: &Transaction<'_>, items: &[(Platform, Outbound)]) -> Re
     Ok(())
 }
 
+/// Set aside a row that cannot be decoded, so the chat's later replies go out.
+fn poison(c: &rusqlite::Connection, id: i64, why: &StoreError) -> Result<()> {
+    tracing::error!(outbox = id, error = %why, "an outbox row cannot be read; it is set aside as poisoned");
+    c.execute(
+        "UPDATE outbox SET status = 'poisoned', last_error = ?2 WHERE id = ?1",
+        params![id, why.to_string()],
+    )?;
+    Ok(())
+}
+
 #[async_trait]
 impl Outbox for SqliteStore {
     async fn outbox_enqueue(&self, items: Vec<(Platform, Outbound)>) -> Result<()> {
@@ -58,16 +68,25 @@ impl Outbox for SqliteStore {
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            raws.into_iter()
-                .map(|(id, platform, payload, attempts)| {
-                    Ok(OutboxRow {
-                        id,
-                        platform: platform.parse().map_err(StoreError::Corrupt)?,
-                        outbound: serde_json::from_str(&payload)?,
-                        attempts,
-                    })
-                })
-                .collect()
+            let mut rows = Vec::with_capacity(raws.len());
+            for (id, platform, payload, attempts) in raws {
+                let decoded = platform
+                    .parse()
+                    .map_err(StoreError::Corrupt)
+                    .and_then(|platform| {
+                        Ok(OutboxRow {
+                            id,
+                            platform,
+                            outbound: serde_json::from_str(&payload)?,
+                            attempts,
+                        })
+                    });
+                match decoded {
+                    Ok(row) => rows.push(row),
+                    Err(e) => poison(c, id, &e)?,
+                }
+            }
+            Ok(rows)
         })
         .await
     }
@@ -156,6 +175,7 @@ impl Outbox for SqliteStore {
                 match status.as_str() {
                     "pending" => stats.pending = n as u64,
                     "sent" => stats.sent = n as u64,
+                    "poisoned" => stats.poisoned = n as u64,
                     _ => stats.failed = n as u64,
                 }
             }

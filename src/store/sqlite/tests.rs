@@ -5,7 +5,7 @@ use rusqlite::Connection;
 
 use super::*;
 use crate::conversation::ChatMessage;
-use crate::store::{Search, SearchScope, Sessions};
+use crate::store::{Inbox, Outbox, Search, SearchScope, Sessions};
 
 /// Every case of the store suite, on a fresh in-memory database each.
 mod suite {
@@ -141,4 +141,82 @@ async fn migration_3_backfills_owner_and_trigram_index_of_existing_rows() {
         .await
         .unwrap();
     assert_eq!(owner.as_deref(), Some("telegram:9"));
+}
+
+#[tokio::test]
+async fn an_unreadable_inbox_row_is_set_aside_and_the_rows_behind_it_go_on() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let first = store
+        .inbox_insert(&crate::store::suite::message("5", "1", "before"))
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .call(|c| {
+            c.execute(
+                "INSERT INTO inbox (platform, chat_id, message_id, payload, received_at)
+                 VALUES ('telegram', '5', '2', '{\"not\": \"a message\"}', 0)",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let third = store
+        .inbox_insert(&crate::store::suite::message("5", "3", "after"))
+        .await
+        .unwrap()
+        .unwrap();
+    let rows = store.inbox_new(0, 10).await.unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [first, third]);
+    assert_eq!(store.inbox_poisoned_count().await.unwrap(), 1);
+    assert_eq!(
+        store.inbox_new(0, 10).await.unwrap().len(),
+        2,
+        "poisoned once, not again"
+    );
+
+    // A queued row whose session key no longer parses is set aside too.
+    store
+        .call(move |c| {
+            c.execute(
+                "UPDATE inbox SET status = 'queued', session_key = 'nonsense:1' WHERE id = ?1",
+                [first],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert!(store.inbox_queued_sessions().await.unwrap().is_empty());
+    assert_eq!(store.inbox_poisoned_count().await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn an_unreadable_outbox_row_is_set_aside_and_its_chat_goes_on() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    store
+        .call(|c| {
+            c.execute(
+                "INSERT INTO outbox (idempotency_key, platform, chat_id, payload, next_attempt_at, created_at)
+                 VALUES ('bad', 'telegram', '5', 'not json', 0, 0)",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    store
+        .outbox_enqueue(vec![crate::store::suite::reply("5", "good")])
+        .await
+        .unwrap();
+    let now = hermes_adapter::now_millis() + 1;
+    assert!(
+        store.outbox_due(now, 10).await.unwrap().is_empty(),
+        "the bad head is set aside"
+    );
+    let due = store.outbox_due(now, 10).await.unwrap();
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].outbound.idempotency_key, "good");
+    assert_eq!(store.outbox_stats().await.unwrap().poisoned, 1);
 }

@@ -88,7 +88,8 @@ pub(crate) async fn outbox_sends_one_chat_in_order_and_chats_independently(store
         OutboxStats {
             pending: 0,
             sent: 2,
-            failed: 1
+            failed: 1,
+            poisoned: 0,
         }
     );
 }
