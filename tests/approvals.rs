@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::daemon::{ALICE, BOB, GROUP, World};
-use support::fake_llm::{RecordedRequest, Reply};
-use support::fake_telegram::SentMessage;
+use support::llm::{RecordedRequest, Reply};
+use support::telegram::SentMessage;
 
 const WAIT: Duration = Duration::from_secs(20);
 

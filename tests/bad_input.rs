@@ -6,8 +6,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::daemon::{ALICE, BOB, World};
-use support::fake_llm::Reply;
-use support::telegram_api::INVALID_UTF8;
+use support::llm::Reply;
+use support::telegram::INVALID_UTF8;
 
 const WAIT: Duration = Duration::from_secs(60);
 

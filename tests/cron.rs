@@ -17,8 +17,8 @@ use hermes::store::Store;
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
 use serde_json::json;
 use support::daemon::{ALICE, TOKEN, World};
-use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::fake_telegram::{FakeTelegram, Fault};
+use support::llm::{FakeLlm, RecordedRequest, Reply};
+use support::telegram::{FakeTelegram, Fault};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(20);

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::TOKEN;
-use support::discord_api::{self, CHANNEL as GUILD_CHANNEL};
-use support::discord_world::{ALICE, BOB, MALLORY, start, texts, wait_sent, wait_until, world};
-use support::fake_discord::SentMessage;
-use support::fake_llm::Reply;
+use support::discord::{
+    self, ALICE, BOB, CHANNEL as GUILD_CHANNEL, MALLORY, SentMessage, start, texts, wait_sent,
+    wait_until, world,
+};
+use support::llm::Reply;
 
 fn button(m: &SentMessage, label: &str) -> String {
     m.buttons()
@@ -67,23 +68,19 @@ async fn channel_chatter_is_ignored_and_a_mention_is_answered_as_a_reply() {
     reply["content"] = json!("and then?");
     let (id, _) = {
         let answer = sent[0].id;
-        let msg = discord_api::message(
+        let msg = discord::message(
             answer + 1_000,
             GUILD_CHANNEL,
-            discord_api::user(BOB, "bob", false),
+            discord::user(BOB, "bob", false),
             "and then?",
         );
         let mut msg = msg;
         msg["type"] = json!(19);
-        msg["guild_id"] = json!(discord_api::GUILD.to_string());
-        msg["member"] = discord_api::member(&[]);
+        msg["guild_id"] = json!(discord::GUILD.to_string());
+        msg["member"] = discord::member(&[]);
         msg["message_reference"] = json!({"type": 0, "message_id": answer.to_string(), "channel_id": GUILD_CHANNEL.to_string()});
-        msg["referenced_message"] = discord_api::message(
-            answer,
-            GUILD_CHANNEL,
-            discord_api::bot_user(),
-            &sent[0].content,
-        );
+        msg["referenced_message"] =
+            discord::message(answer, GUILD_CHANNEL, discord::bot_user(), &sent[0].content);
         (answer + 1_000, dc.dispatch("MESSAGE_CREATE", msg))
     };
     let sent = wait_sent(&dc, &daemon, 2).await;
@@ -222,15 +219,15 @@ async fn a_mention_of_the_bots_role_is_answered() {
     let (mut w, dc) = world("").await;
     let daemon = start(&mut w, &dc).await;
     let id = 900_000_000_000_100_000;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         id,
         GUILD_CHANNEL,
-        discord_api::user(BOB, "bob", false),
-        &format!("<@&{}> status report", discord_api::BOT_ROLE),
+        discord::user(BOB, "bob", false),
+        &format!("<@&{}> status report", discord::BOT_ROLE),
     );
-    msg["guild_id"] = json!(discord_api::GUILD.to_string());
-    msg["member"] = discord_api::member(&[]);
-    msg["mention_roles"] = json!([discord_api::BOT_ROLE.to_string()]);
+    msg["guild_id"] = json!(discord::GUILD.to_string());
+    msg["member"] = discord::member(&[]);
+    msg["mention_roles"] = json!([discord::BOT_ROLE.to_string()]);
     dc.dispatch("MESSAGE_CREATE", msg);
     let sent = wait_sent(&dc, &daemon, 1).await;
     assert_eq!(sent[0].content, "echo: bob: status report");
@@ -243,10 +240,10 @@ async fn an_attachment_over_the_size_cap_is_not_downloaded() {
     let daemon = start(&mut w, &dc).await;
     let channel = dc.dm_channel(ALICE);
     let id = 900_000_000_000_200_000;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         id,
         channel,
-        discord_api::user(ALICE, "alice", false),
+        discord::user(ALICE, "alice", false),
         "huge picture",
     );
     msg["attachments"] = json!([{"id": "5", "filename": "huge.png", "size": 50_000_000,
@@ -266,15 +263,15 @@ async fn an_attachment_over_the_size_cap_is_not_downloaded() {
 async fn other_bots_are_not_answered() {
     let (mut w, dc) = world("[gateway]\nallow_all_users = true\n").await;
     let daemon = start(&mut w, &dc).await;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         900_000_000_000_300_000,
         GUILD_CHANNEL,
-        discord_api::user(BOB, "other-bot", true),
-        &format!("<@{}> ping", discord_api::BOT_ID),
+        discord::user(BOB, "other-bot", true),
+        &format!("<@{}> ping", discord::BOT_ID),
     );
-    msg["guild_id"] = json!(discord_api::GUILD.to_string());
-    msg["member"] = discord_api::member(&[]);
-    msg["mentions"] = json!([discord_api::bot_user()]);
+    msg["guild_id"] = json!(discord::GUILD.to_string());
+    msg["member"] = discord::member(&[]);
+    msg["mentions"] = json!([discord::bot_user()]);
     dc.dispatch("MESSAGE_CREATE", msg);
     dc.dm(ALICE, "alice", "sentinel");
     let sent = wait_sent(&dc, &daemon, 1).await;

@@ -6,10 +6,8 @@ mod support;
 
 use std::time::Duration;
 
-use support::discord_world::WAIT;
-use support::discord_world::{ALICE, start, texts, wait_sent, wait_until, world};
-use support::fake_discord::Fault;
-use support::fake_llm::{Gate, Reply};
+use support::discord::{ALICE, Fault, WAIT, start, texts, wait_sent, wait_until, world};
+use support::llm::{Gate, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_answer_arrives_in_two_messages_with_code_fences_intact() {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use hermes::store::Store;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{Gate, Reply};
-use support::fake_telegram::{Fault, visible};
+use support::llm::{Gate, Reply};
+use support::telegram::{Fault, visible};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -10,8 +10,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::fake_llm::Reply;
-use support::mail_world::{MailWorld, body_text, header};
+use support::email::{MailWorld, body_text, header};
+use support::llm::Reply;
 
 const WAIT: Duration = Duration::from_secs(20);
 /// Far longer than any test: a reply within WAIT proves IDLE, not polling.

@@ -10,8 +10,8 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::fake_llm::{Gate, Reply};
-use support::mail_world::{MailWorld, body_text, header};
+use support::email::{MailWorld, body_text, header};
+use support::llm::{Gate, Reply};
 
 const WAIT: Duration = Duration::from_secs(20);
 const CONFIG: &str = "[email]\npoll_secs = 600\n";

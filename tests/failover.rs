@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{FakeLlm, Reply};
-use support::fake_telegram::visible;
+use support::llm::{FakeLlm, Reply};
+use support::telegram::visible;
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -8,19 +8,19 @@
 // matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
 #![recursion_limit = "256"]
 
-#[path = "support/matrix_world.rs"]
-mod matrix_world;
+#[path = "support/matrix/mod.rs"]
+mod matrix;
 mod support;
 
 use std::time::Duration;
 
+use matrix::MatrixWorld;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::relation::Thread;
 use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::events::room::message::{
     AddMentions, ForwardThread, Relation, ReplyMetadata, RoomMessageEventContent,
 };
-use matrix_world::MatrixWorld;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -222,11 +222,11 @@ async fn a_file_the_agent_sends_arrives_encrypted_and_readable() {
     let ws = mw.w.home.path().join("workspace");
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("report.csv"), "month,total\nmay,42\n").unwrap();
-    mw.w.llm.push(support::fake_llm::Reply::tool_call(
+    mw.w.llm.push(support::llm::Reply::tool_call(
         "send_file",
         serde_json::json!({"path": "report.csv", "caption": "the **numbers**"}),
     ));
-    mw.w.llm.push(support::fake_llm::Reply::text("Here it is."));
+    mw.w.llm.push(support::llm::Reply::text("Here it is."));
     let _d = mw.start().await;
     let alice = mw.person(&mw.alice).await;
     let room = alice.create_dm(&mw.bot, true).await;

@@ -10,14 +10,14 @@
 // matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
 #![recursion_limit = "256"]
 
-#[path = "support/matrix_world.rs"]
-mod matrix_world;
+#[path = "support/matrix/mod.rs"]
+mod matrix;
 mod support;
 
 use std::time::Duration;
 
-use matrix_world::{MatrixWorld, Synapse};
-use support::fake_llm::{Gate, Reply};
+use matrix::{MatrixWorld, Synapse};
+use support::llm::{Gate, Reply};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
+use support::llm::Reply;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -106,7 +106,7 @@ async fn session_search_finds_earlier_conversations_of_the_same_person_only() {
     );
 }
 
-fn reviewing(req: &support::fake_llm::RecordedRequest) -> bool {
+fn reviewing(req: &support::llm::RecordedRequest) -> bool {
     req.system_text()
         .is_some_and(|s| s.starts_with("You review a conversation"))
 }

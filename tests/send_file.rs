@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::Fault;
+use support::llm::Reply;
+use support::telegram::Fault;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -136,17 +136,17 @@ async fn too_large_and_missing_files_are_refused_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discord_gets_the_file_as_a_message_attachment() {
-    use support::discord_world::{self, ALICE as D_ALICE};
-    let (mut w, dc) = discord_world::world("").await;
+    use support::discord::{self, ALICE as D_ALICE};
+    let (mut w, dc) = discord::world("").await;
     std::fs::write(workspace(&w).join("plan.md"), "# Plan\n- step").unwrap();
     w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "plan.md", "caption": "your plan"}),
     ));
     w.llm.push(Reply::text("Attached."));
-    let daemon = discord_world::start(&mut w, &dc).await;
+    let daemon = discord::start(&mut w, &dc).await;
     dc.dm(D_ALICE, "Alice", "the plan please");
-    let sent = discord_world::wait_sent(&dc, &daemon, 2).await;
+    let sent = discord::wait_sent(&dc, &daemon, 2).await;
     assert_eq!(sent[0].files, vec![("plan.md".to_owned(), 13)]);
     assert_eq!(sent[0].content, "your plan");
     assert_eq!(sent[1].content, "Attached.");
@@ -155,8 +155,8 @@ async fn discord_gets_the_file_as_a_message_attachment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slack_shares_the_file_in_the_thread_with_its_comment() {
-    use support::fake_slack::{ALICE as S_ALICE, dm_channel};
-    use support::slack_world::{Mode, SlackWorld};
+    use support::slack::{ALICE as S_ALICE, dm_channel};
+    use support::slack::{Mode, SlackWorld};
     let mut sw = SlackWorld::new("", Mode::Socket).await;
     std::fs::write(workspace(&sw.w).join("data.json"), r#"{"ok":true}"#).unwrap();
     sw.w.llm.push(Reply::tool_call(
@@ -178,7 +178,7 @@ async fn slack_shares_the_file_in_the_thread_with_its_comment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn email_carries_the_file_as_an_attachment_in_the_thread() {
     use mail_parser::MimeHeaders;
-    use support::mail_world::{MailWorld, header};
+    use support::email::{MailWorld, header};
     let mut mw = MailWorld::new("").await;
     std::fs::write(workspace(&mw.w).join("invoice.pdf"), b"%PDF-1.4 tiny").unwrap();
     mw.w.llm.push(Reply::tool_call(

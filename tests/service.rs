@@ -85,7 +85,7 @@ async fn readiness_fails_while_the_platform_is_unreachable_and_status_says_why()
     let admin = w.admin_url().await;
     w.tg.fail_always(
         "getupdates",
-        Some(support::fake_telegram::Fault::ServerError(502)),
+        Some(support::telegram::Fault::ServerError(502)),
     );
     let deadline = Instant::now() + WAIT;
     let body = loop {

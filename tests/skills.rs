@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{RecordedRequest, Reply};
+use support::llm::{RecordedRequest, Reply};
 
 const WAIT: Duration = Duration::from_secs(20);
 

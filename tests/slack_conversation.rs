@@ -7,11 +7,11 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::fake_llm::{RecordedRequest, Reply};
-use support::fake_slack::{
+use support::llm::{RecordedRequest, Reply};
+use support::slack::{
     ALICE, BOB, CHANNEL, MALLORY, Posted, SIGNING_SECRET, dm_channel, now_unix, sign,
 };
-use support::slack_world::{Mode, SlackWorld};
+use support::slack::{Mode, SlackWorld};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -60,8 +60,8 @@ async fn dm_is_answered(mode: Mode) {
     let log = daemon.log();
     assert!(log.contains("Slack connected"), "{log}");
     for secret in [
-        support::fake_slack::BOT_TOKEN,
-        support::fake_slack::APP_TOKEN,
+        support::slack::BOT_TOKEN,
+        support::slack::APP_TOKEN,
         SIGNING_SECRET,
     ] {
         assert!(!log.contains(secret), "a secret reached the log");

@@ -7,9 +7,9 @@ mod support;
 
 use std::time::Duration;
 
-use support::fake_llm::{Gate, Reply};
-use support::fake_slack::{ALICE, Fault, dm_channel};
-use support::slack_world::{Mode, SlackWorld};
+use support::llm::{Gate, Reply};
+use support::slack::{ALICE, Fault, dm_channel};
+use support::slack::{Mode, SlackWorld};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::Fault;
+use support::llm::Reply;
+use support::telegram::Fault;
 
 const WAIT: Duration = Duration::from_secs(30);
 

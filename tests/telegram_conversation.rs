@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, BOB, GROUP, MALLORY, World};
-use support::fake_llm::{Gate, Reply};
-use support::fake_telegram::visible;
+use support::llm::{Gate, Reply};
+use support::telegram::visible;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn user_texts(req: &support::fake_llm::RecordedRequest) -> Vec<String> {
+fn user_texts(req: &support::llm::RecordedRequest) -> Vec<String> {
     req.messages()
         .iter()
         .filter(|m| m["role"] == "user")

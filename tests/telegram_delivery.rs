@@ -7,9 +7,9 @@ mod support;
 use std::time::Duration;
 
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::{Fault, visible};
-use support::telegram_html::utf16_len;
+use support::llm::Reply;
+use support::telegram::utf16_len;
+use support::telegram::{Fault, visible};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -14,8 +14,8 @@ use hermes::store::Store;
 use hermes_adapter::Platform;
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
 use support::daemon::{ALICE, TOKEN};
-use support::fake_llm::FakeLlm;
-use support::fake_telegram::{FakeTelegram, Fault};
+use support::llm::FakeLlm;
+use support::telegram::{FakeTelegram, Fault};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::routing::get;
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{RecordedRequest, Reply};
+use support::llm::{RecordedRequest, Reply};
 use tokio::sync::Barrier;
 
 const WAIT: Duration = Duration::from_secs(20);

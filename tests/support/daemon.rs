@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::fake_llm::FakeLlm;
-use super::fake_telegram::FakeTelegram;
+use super::llm::FakeLlm;
+use super::telegram::FakeTelegram;
 
 pub const TOKEN: &str = "123456:TEST-token-abcdef";
 /// Users on the Telegram allowlist of every test daemon.

@@ -3,10 +3,8 @@
 
 use std::time::Duration;
 
-use super::daemon::{Daemon, World};
-use super::fake_slack::{
-    ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET,
-};
+use super::{ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET};
+use crate::support::daemon::{Daemon, World};
 
 /// How the daemon receives Slack events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

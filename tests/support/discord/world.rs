@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::daemon::{Daemon, TOKEN, World};
-use super::fake_discord::{FakeDiscord, SentMessage};
+use super::fake::{FakeDiscord, SentMessage};
+use crate::support::daemon::{Daemon, TOKEN, World};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 /// On the Discord allowlist of every test daemon.

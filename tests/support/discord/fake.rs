@@ -1,7 +1,7 @@
 //! Fake Discord for integration tests: the gateway websocket v10 (HELLO, IDENTIFY -> READY,
 //! HEARTBEAT/ACK, RESUME -> replay + RESUMED, INVALID_SESSION, sequence numbers) with control
 //! calls to inject MESSAGE_CREATE / INTERACTION_CREATE, redeliver an event, and drop the
-//! connection; the REST calls live in `discord_api`.
+//! connection; the REST calls live in `api`.
 //!
 //! Deviations from the real service, on purpose: one shard and one session at a time; events
 //! dispatched while no connection is live are kept for a RESUME (as Discord does) but not
@@ -20,11 +20,11 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::discord_api::{
+use super::api::{
     self, APPLICATION_ID, BOT_ID, CHANNEL, GUILD, St, bot_user, lock, member, message, snowflake,
     text_channel, user,
 };
-use super::fake_http::wait_for;
+use crate::support::http::wait_for;
 
 /// Heartbeat interval announced in HELLO. Short, so a dead socket is noticed quickly.
 const HEARTBEAT_MS: u64 = 1500;
@@ -176,7 +176,7 @@ impl FakeDiscord {
             heartbeats: 0,
             files: HashMap::new(),
         }));
-        let app: Router = discord_api::router(st.clone()).merge(
+        let app: Router = api::router(st.clone()).merge(
             Router::new()
                 .route("/gateway", get(upgrade))
                 .route("/attachments/{name}", get(cdn))
@@ -337,7 +337,7 @@ impl FakeDiscord {
         self.state()
             .channels
             .entry(channel)
-            .or_insert_with(|| discord_api::dm_channel(channel, &recipient));
+            .or_insert_with(|| api::dm_channel(channel, &recipient));
         channel
     }
 

@@ -1,7 +1,7 @@
 //! Fake LLM provider (axum) for integration tests: OpenAI-compatible `POST /v1/chat/completions`
 //! and Anthropic `POST /v1/messages`, plain JSON or SSE streaming, scripted replies (text, tool
 //! calls, errors, delays, gates), recording of every request. Response bodies are built in
-//! `llm_wire`.
+//! `wire`.
 //!
 //! Both endpoints reject what the real APIs reject and agents get wrong: a missing `model` /
 //! `messages` (and `max_tokens` for Anthropic), and tool-call transcripts where a tool call has
@@ -21,8 +21,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::fake_http::{self, ConnCtl};
-use super::llm_wire::{self, Api};
+use super::wire::{self, Api};
+use crate::support::http::{self, ConnCtl};
 
 /// A one-shot latch: replies gated on it wait (in flight) until `open()` is called.
 #[derive(Clone, Debug)]
@@ -346,7 +346,7 @@ impl FakeLlm {
             tool_ids: AtomicU64::new(0),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
-        let port = fake_http::serve(app, "fake llm").await;
+        let port = http::serve(app, "fake llm").await;
         FakeLlm { inner, port }
     }
 
@@ -416,7 +416,7 @@ impl FakeLlm {
             let st = self.inner.st();
             (st.requests.len() >= n).then(|| st.requests.clone())
         };
-        fake_http::wait_for(timeout, &what, check, || self.describe()).await
+        http::wait_for(timeout, &what, check, || self.describe()).await
     }
 
     /// Waits until a request matching `pred` arrived (`what` names it on timeout).
@@ -427,7 +427,7 @@ impl FakeLlm {
         pred: impl Fn(&RecordedRequest) -> bool,
     ) -> RecordedRequest {
         let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
-        fake_http::wait_for(timeout, what, check, || self.describe()).await
+        http::wait_for(timeout, what, check, || self.describe()).await
     }
 
     fn describe(&self) -> String {
@@ -472,9 +472,9 @@ async fn handle(
         ("POST", "/v1/chat/completions") => Api::OpenAi,
         ("POST", "/v1/messages") => Api::Anthropic,
         ("GET", "/v1/models") => {
-            return llm_wire::models(headers.contains_key("anthropic-version"));
+            return wire::models(headers.contains_key("anthropic-version"));
         }
-        _ => return llm_wire::not_found(&method, &path),
+        _ => return wire::not_found(&method, &path),
     };
     let _guard = {
         let mut st = inner.st();
@@ -506,12 +506,8 @@ async fn handle(
         let mut st = inner.st();
         st.requests.push(req.clone());
         let rejection = match parsed {
-            Err(e) => Some(llm_wire::invalid(
-                api,
-                400,
-                &format!("invalid JSON body: {e}"),
-            )),
-            Ok(_) => llm_wire::check_request(api, &req, st.api_key.as_deref()),
+            Err(e) => Some(wire::invalid(api, 400, &format!("invalid JSON body: {e}"))),
+            Ok(_) => wire::check_request(api, &req, st.api_key.as_deref()),
         };
         let reply = match rejection {
             Some(_) => None,
@@ -533,7 +529,7 @@ async fn handle(
     if let Some(d) = reply.delay {
         tokio::time::sleep(d).await;
     }
-    llm_wire::render(&inner, api, &req, &reply, &conn)
+    wire::render(&inner, api, &req, &reply, &conn)
 }
 
 /// `POST /v1/audio/transcriptions`: a multipart form with the recording as `file`.
@@ -543,7 +539,7 @@ fn transcribe(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let mut form = serde_json::Map::new();
-    fake_http::parse_multipart(ct, body, &mut form);
+    http::parse_multipart(ct, body, &mut form);
     let mut st = inner.st();
     st.transcriptions.push(Transcription {
         model: form["model"].as_str().unwrap_or_default().to_owned(),
