@@ -8,11 +8,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::WAIT;
 use support::daemon::{ALICE, BOB, GROUP, World};
 use support::llm::{RecordedRequest, Reply};
 use support::telegram::SentMessage;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// `(label, callback data)` of the buttons under a message.
 fn buttons(m: &SentMessage) -> Vec<(String, String)> {

@@ -5,11 +5,10 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use support::LONG_WAIT;
 use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;
 use support::telegram::INVALID_UTF8;
-
-const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_utf8_from_the_platform_blocks_nothing() {
@@ -17,7 +16,7 @@ async fn invalid_utf8_from_the_platform_blocks_nothing() {
     let mut daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", &format!("broken {INVALID_UTF8} bytes"));
     w.tg.private_text(BOB, "Bob", "fine");
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + LONG_WAIT;
     while w.tg.sent_to(BOB).is_empty() {
         assert!(Instant::now() < deadline, "{}", daemon.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -32,7 +31,7 @@ async fn invalid_utf8_from_the_platform_blocks_nothing() {
         daemon.log()
     );
     w.tg.private_text(ALICE, "Alice", "after");
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + LONG_WAIT;
     while !w
         .tg
         .sent_to(ALICE)
@@ -52,7 +51,7 @@ async fn a_ten_megabyte_message_is_cut_and_answered_and_others_carry_on() {
     let huge = "word ".repeat(2 * 1024 * 1024);
     w.tg.private_text(ALICE, "Alice", &huge);
     w.tg.private_text(BOB, "Bob", "small");
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + LONG_WAIT;
     while w.tg.sent_to(BOB).is_empty() || w.tg.sent_to(ALICE).is_empty() {
         assert!(Instant::now() < deadline, "{}", daemon.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -86,7 +85,7 @@ async fn a_hundred_thousand_lines_of_tool_output_reach_the_model_capped() {
     w.llm.push(Reply::text("counted"));
     let mut daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "count for me");
-    let sent = w.tg.wait_sent(1, WAIT).await;
+    let sent = w.tg.wait_sent(1, LONG_WAIT).await;
     assert_eq!(sent[0].visible_text, "counted");
     let results = w.llm.requests()[1].tool_results();
     let (_, output) = &results[0];

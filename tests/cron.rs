@@ -16,12 +16,12 @@ use hermes::llm::OpenAiProvider;
 use hermes::store::Store;
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, TOKEN, World};
 use support::llm::{FakeLlm, RecordedRequest, Reply};
 use support::telegram::{FakeTelegram, Fault};
 use tokio_util::sync::CancellationToken;
 
-const WAIT: Duration = Duration::from_secs(20);
 const MINUTE: i64 = 60_000;
 
 fn scheduled(req: &RecordedRequest) -> bool {

@@ -6,7 +6,8 @@ mod support;
 
 use std::time::Duration;
 
-use support::discord::{ALICE, Fault, WAIT, start, texts, wait_sent, wait_until, world};
+use support::WAIT;
+use support::discord::{ALICE, Fault, start, texts, wait_sent, wait_until, world};
 use support::llm::{Gate, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::email::{MailWorld, body_text, header};
 use support::llm::Reply;
+use support::{LONG_WAIT, WAIT};
 
-const WAIT: Duration = Duration::from_secs(20);
 /// Far longer than any test: a reply within WAIT proves IDLE, not polling.
 const CONFIG: &str = "[email]\npoll_secs = 600\n";
 
@@ -271,7 +271,7 @@ async fn html_only_legacy_charsets_and_a_huge_attachment_are_handled() {
     );
     mw.send_to_bot(&alice, big.as_bytes());
     // Four answers plus the note about the refused attachment.
-    let mails = mw.wait_mails(&mw.alice, 5, Duration::from_secs(60)).await;
+    let mails = mw.wait_mails(&mw.alice, 5, LONG_WAIT).await;
     let reqs = mw.w.llm.wait_requests(4, WAIT).await;
     let seen: Vec<String> = reqs.iter().map(|r| r.last_user_text().unwrap()).collect();
     let all = seen.join("\n");

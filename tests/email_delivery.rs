@@ -10,10 +10,10 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use support::WAIT;
 use support::email::{MailWorld, body_text, header};
 use support::llm::{Gate, Reply};
 
-const WAIT: Duration = Duration::from_secs(20);
 const CONFIG: &str = "[email]\npoll_secs = 600\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,8 +193,7 @@ async fn the_daemon_reconnects_after_the_imap_server_restarts() {
     imap.stop();
     tokio::time::sleep(Duration::from_millis(500)).await;
     imap.start();
-    mw.wait_connected(connections, Duration::from_secs(30))
-        .await;
+    mw.wait_connected(connections, WAIT).await;
     mw.send_to_bot(
         &alice,
         &mw.text_mail(&alice, "a1@alice.test", "After", "after", ""),

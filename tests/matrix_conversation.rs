@@ -21,8 +21,7 @@ use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::events::room::message::{
     AddMentions, ForwardThread, Relation, ReplyMetadata, RoomMessageEventContent,
 };
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::WAIT;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alice_invites_the_bot_to_a_direct_chat_and_gets_an_answer() {

@@ -18,8 +18,7 @@ use std::time::Duration;
 
 use matrix::{MatrixWorld, Synapse};
 use support::llm::{Gate, Reply};
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::{LONG_WAIT, WAIT};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
@@ -157,7 +156,7 @@ async fn a_homeserver_restart_is_survived() {
     synapse.stop_private();
     tokio::time::sleep(Duration::from_secs(2)).await;
     Synapse::start_private(&shared.script, data.path(), port);
-    mw.wait_connected(before, Duration::from_secs(60)).await;
+    mw.wait_connected(before, LONG_WAIT).await;
     assert!(
         mw.logs().contains("matrix: sync failed"),
         "the outage went unnoticed"

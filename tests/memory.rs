@@ -7,10 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stable() {

@@ -3,12 +3,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use hermes::store::Store;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_starts_over_and_the_user_is_told() {

@@ -8,11 +8,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
 use support::telegram::Fault;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn workspace(w: &World) -> std::path::PathBuf {
     let dir = w.home.path().join("workspace");

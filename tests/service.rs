@@ -8,8 +8,7 @@ use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
 use support::daemon::{ALICE, MALLORY, World};
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::{LONG_WAIT, WAIT};
 
 async fn get(url: &str) -> (u16, String) {
     let r = reqwest::get(url).await.expect("admin endpoint answers");
@@ -104,7 +103,7 @@ async fn readiness_fails_while_the_platform_is_unreachable_and_status_says_why()
     assert!(out.contains("NOT READY"), "{out}");
 
     w.tg.fail_always("getupdates", None);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + LONG_WAIT;
     while get(&format!("{admin}/readyz")).await.0 != 200 {
         assert!(Instant::now() < deadline, "never ready again");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -270,7 +269,7 @@ async fn systemd_hears_ready_watchdog_reloading_and_stopping() {
     daemon.signal(libc::SIGHUP);
     notify.wait_for("RELOADING=1").await;
     notify.wait_for("READY=1").await;
-    let status = std::thread::spawn(move || daemon.terminate(Duration::from_secs(30)));
+    let status = std::thread::spawn(move || daemon.terminate(WAIT));
     notify.wait_for("STOPPING=1").await;
     assert!(status.join().unwrap().success());
 }

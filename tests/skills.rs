@@ -7,10 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::{RecordedRequest, Reply};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn reviewing(req: &RecordedRequest) -> bool {
     req.system_text()

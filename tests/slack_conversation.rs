@@ -7,13 +7,12 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::llm::{RecordedRequest, Reply};
 use support::slack::{
     ALICE, BOB, CHANNEL, MALLORY, Posted, SIGNING_SECRET, dm_channel, now_unix, sign,
 };
 use support::slack::{Mode, SlackWorld};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Deliver an event callback the way the mode does it.
 async fn deliver(sw: &SlackWorld, cb: &serde_json::Value) {

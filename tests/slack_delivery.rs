@@ -7,11 +7,10 @@ mod support;
 
 use std::time::Duration;
 
+use support::WAIT;
 use support::llm::{Gate, Reply};
 use support::slack::{ALICE, Fault, dm_channel};
 use support::slack::{Mode, SlackWorld};
-
-const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {

@@ -7,11 +7,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
 use support::telegram::Fault;
-
-const WAIT: Duration = Duration::from_secs(30);
 
 fn answer() -> String {
     (1..=30)

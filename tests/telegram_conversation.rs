@@ -3,14 +3,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, BOB, GROUP, MALLORY, World};
 use support::llm::{Gate, Reply};
 use support::telegram::visible;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn user_texts(req: &support::llm::RecordedRequest) -> Vec<String> {
     req.messages()

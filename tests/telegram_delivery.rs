@@ -6,12 +6,11 @@ mod support;
 
 use std::time::Duration;
 
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
 use support::telegram::utf16_len;
 use support::telegram::{Fault, visible};
-
-const WAIT: Duration = Duration::from_secs(30);
 
 /// A 10,000-character answer: prose, a long code block, more prose.
 fn long_answer() -> (String, Vec<String>) {
@@ -208,7 +207,7 @@ async fn during_a_provider_outage_messages_wait_and_are_answered_after_it_with_o
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "are you there?");
     // Two turns fail (two calls each); the third, 5 s later, gets through.
-    let sent = w.tg.wait_sent(2, Duration::from_secs(30)).await;
+    let sent = w.tg.wait_sent(2, WAIT).await;
     assert!(
         sent[0].visible_text.starts_with("⏳"),
         "{}",

@@ -9,11 +9,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::{RecordedRequest, Reply};
 use tokio::sync::Barrier;
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn results_of(req: &RecordedRequest) -> Vec<String> {
     req.tool_results().into_iter().map(|(_, t)| t).collect()

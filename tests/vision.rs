@@ -4,12 +4,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
+use support::WAIT;
 use support::daemon::{ALICE, World};
 
-const WAIT: Duration = Duration::from_secs(20);
 const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
 
 fn photo_update(w: &World, caption: &str) {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::llm::FakeLlm;
 use super::telegram::FakeTelegram;
+use super::wait::WAIT;
 
 pub const TOKEN: &str = "123456:TEST-token-abcdef";
 /// Users on the Telegram allowlist of every test daemon.
@@ -67,7 +68,7 @@ impl World {
     pub async fn start_when(&mut self, what: &str, ready: impl Fn() -> bool) -> Daemon {
         self.runs += 1;
         let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + WAIT;
         while !ready() {
             assert!(
                 Instant::now() < deadline,
@@ -84,7 +85,7 @@ impl World {
         let polls_before = self.tg.calls_of("getupdates").len();
         self.runs += 1;
         let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + WAIT;
         while self.tg.calls_of("getupdates").len() <= polls_before {
             assert!(
                 Instant::now() < deadline,

@@ -13,3 +13,8 @@ pub mod http;
 pub mod llm;
 pub mod slack;
 pub mod telegram;
+pub mod wait;
+
+// Each test binary uses only some of these.
+#[allow(unused_imports)]
+pub use wait::{LONG_WAIT, WAIT, wait_for};

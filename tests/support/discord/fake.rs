@@ -24,7 +24,7 @@ use super::api::{
     self, APPLICATION_ID, BOT_ID, CHANNEL, GUILD, St, bot_user, lock, member, message, snowflake,
     text_channel, user,
 };
-use crate::support::http::wait_for;
+use crate::support::wait_for;
 
 /// Heartbeat interval announced in HELLO. Short, so a dead socket is noticed quickly.
 const HEARTBEAT_MS: u64 = 1500;

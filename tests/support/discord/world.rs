@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use super::fake::{FakeDiscord, SentMessage};
+use crate::support::WAIT;
 use crate::support::daemon::{Daemon, TOKEN, World};
 
-pub const WAIT: Duration = Duration::from_secs(20);
 /// On the Discord allowlist of every test daemon.
 pub const ALICE: u64 = 111_111_111_111_111_111;
 pub const BOB: u64 = 222_222_222_222_222_222;

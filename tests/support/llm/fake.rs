@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use super::wire::{self, Api};
 use crate::support::http::{self, ConnCtl};
+use crate::support::wait_for;
 
 /// A one-shot latch: replies gated on it wait (in flight) until `open()` is called.
 #[derive(Clone, Debug)]
@@ -416,7 +417,7 @@ impl FakeLlm {
             let st = self.inner.st();
             (st.requests.len() >= n).then(|| st.requests.clone())
         };
-        http::wait_for(timeout, &what, check, || self.describe()).await
+        wait_for(timeout, &what, check, || self.describe()).await
     }
 
     /// Waits until a request matching `pred` arrived (`what` names it on timeout).
@@ -427,7 +428,7 @@ impl FakeLlm {
         pred: impl Fn(&RecordedRequest) -> bool,
     ) -> RecordedRequest {
         let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
-        http::wait_for(timeout, what, check, || self.describe()).await
+        wait_for(timeout, what, check, || self.describe()).await
     }
 
     fn describe(&self) -> String {

@@ -24,6 +24,7 @@ use tokio_tungstenite::tungstenite::Message as Frame;
 use super::api::{BOT_USER, Call, Fault, Posted, SharedFile, TEAM};
 use super::api::{Shared, WebState};
 use crate::support::http;
+use crate::support::wait_for;
 
 pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 /// Users on the Slack allowlist of every test daemon.
@@ -196,7 +197,7 @@ impl FakeSlack {
         check: impl Fn(&FakeSlack) -> Option<T>,
     ) -> T {
         let what = format!("fake slack: {what}");
-        http::wait_for(timeout, &what, || check(self), || self.describe()).await
+        wait_for(timeout, &what, || check(self), || self.describe()).await
     }
 
     /// Waits until at least `n` messages were posted; returns all posted so far.

@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use super::api::{Inner, St, bot_user, group_chat, now_unix, user};
 use super::html::utf16_len;
 use crate::support::http;
+use crate::support::wait_for;
 
 pub const BOT_ID: i64 = 999;
 pub const BOT_USERNAME: &str = "hermes_test_bot";
@@ -424,7 +425,7 @@ impl FakeTelegram {
         mut check: impl FnMut(&St) -> Option<T>,
     ) -> T {
         let what = format!("fake telegram: {what}");
-        http::wait_for(timeout, &what, || check(&self.st()), || self.describe()).await
+        wait_for(timeout, &what, || check(&self.st()), || self.describe()).await
     }
 
     /// Waits until at least `n` messages were sent successfully; returns all sent so far.
