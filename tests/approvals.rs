@@ -5,13 +5,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use support::WAIT;
 use support::daemon::{ALICE, BOB, GROUP, World};
 use support::llm::{RecordedRequest, Reply};
 use support::telegram::SentMessage;
+use support::{WAIT, wait_for};
 
 /// `(label, callback data)` of the buttons under a message.
 fn buttons(m: &SentMessage) -> Vec<(String, String)> {
@@ -74,20 +72,14 @@ async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
         sent[1].visible_text
     );
     // The request was updated to show the decision, and its buttons are gone.
-    let deadline = std::time::Instant::now() + WAIT;
-    while !w
-        .tg
-        .edits()
-        .iter()
-        .any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "request never marked allowed: {:?}",
-            w.tg.edits()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let marked = || {
+        w.tg.edits()
+            .iter()
+            .any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once"))
+            .then_some(())
+    };
+    let edits = || format!("edits: {:?}", w.tg.edits());
+    wait_for(WAIT, "the request marked allowed", marked, edits).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use support::WAIT;
 use support::email::{MailWorld, body_text, header};
+use support::http::free_port;
 use support::llm::{Gate, Reply};
 
 const CONFIG: &str = "[email]\npoll_secs = 600\n";
@@ -93,11 +94,7 @@ struct PrivateImap {
 
 impl PrivateImap {
     fn new(mw: &MailWorld) -> PrivateImap {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = mw.mail.data.join(format!("private-{port}"));
         std::fs::create_dir_all(dir.join("run")).unwrap();
         let shared = std::fs::read_to_string(mw.mail.data.join("dovecot.conf")).unwrap();

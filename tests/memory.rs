@@ -7,9 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
+use support::{WAIT, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stable() {
@@ -139,14 +139,8 @@ async fn after_enough_tool_work_a_silent_review_saves_memory() {
     );
     w.tg.wait_sent(1, WAIT).await;
     let file = w.home.path().join("memory/telegram%3A111/USER.md");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !file.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the review saved nothing"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let saved = || file.exists().then_some(());
+    wait_for(WAIT, "the review to save the memory", saved, String::new).await;
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "Travels to Tokyo often\n"

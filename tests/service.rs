@@ -23,18 +23,6 @@ fn sample(metrics: &str, series: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
-async fn wait_log(daemon: &support::daemon::Daemon, needle: &str, count: usize) {
-    let deadline = Instant::now() + WAIT;
-    while daemon.log().matches(needle).count() < count {
-        assert!(
-            Instant::now() < deadline,
-            "`{needle}` not logged; log:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_endpoint_reports_health_readiness_metrics_and_status() {
     let mut w = World::new("").await;
@@ -134,7 +122,7 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     let polls = w.tg.calls_of("getupdates").len();
     std::fs::write(&config, "[gateway]\nallowed_users = [\"telegram:666\"]\n").unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reloaded", 1).await;
+    daemon.wait_log("configuration reloaded", 1, WAIT).await;
     assert!(
         daemon.log().contains("restarted=[] kept=[Telegram]"),
         "{}",
@@ -148,7 +136,9 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     // A broken file is refused whole; the running configuration stays.
     std::fs::write(&config, "[gateway\nallowed_users = []\n").unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reload refused", 1).await;
+    daemon
+        .wait_log("configuration reload refused", 1, WAIT)
+        .await;
     let (_, status) = get(&format!("{admin}/status")).await;
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     let why = status["reload_error"].as_str().unwrap();
@@ -163,7 +153,7 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     )
     .unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reloaded", 2).await;
+    daemon.wait_log("configuration reloaded", 2, WAIT).await;
     assert!(
         daemon.log().contains("restarted=[Telegram] kept=[]"),
         "{}",
@@ -192,7 +182,7 @@ async fn sighup_with_a_new_model_and_key_rebuilds_the_agent_for_the_next_turn() 
     )
     .unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "the agent was rebuilt", 1).await;
+    daemon.wait_log("the agent was rebuilt", 1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "two");
     w.tg.wait_sent(2, WAIT).await;
 
@@ -279,11 +269,7 @@ async fn json_logs_are_one_object_per_line() {
     let mut w = World::new("").await;
     w.set_env("HERMES_LOG", "info");
     let mut daemon = w.spawn(&["--log-format", "json", "gateway"]);
-    let deadline = Instant::now() + WAIT;
-    while !daemon.log().contains("gateway running") {
-        assert!(Instant::now() < deadline, "{}", daemon.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    daemon.wait_log("gateway running", 1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "a secret plan");
     w.tg.wait_sent(1, WAIT).await;
     daemon.terminate(WAIT);

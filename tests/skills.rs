@@ -7,9 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::{RecordedRequest, Reply};
+use support::{WAIT, wait_for};
 
 fn reviewing(req: &RecordedRequest) -> bool {
     req.system_text()
@@ -122,14 +122,8 @@ async fn a_long_task_is_followed_by_a_silent_review_that_saves_a_skill() {
     );
 
     let file = w.home.path().join("skills/tokyo-time/SKILL.md");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !file.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the review saved no skill"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let saved = || file.exists().then_some(());
+    wait_for(WAIT, "the review to save the skill", saved, String::new).await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), NEW_SKILL);
     let (status, stdout, _) = w.run(&["skills", "validate"]);
     assert!(status.success(), "{stdout}");

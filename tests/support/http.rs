@@ -1,7 +1,8 @@
 //! HTTP plumbing shared by the fake servers: an axum listener whose connections a handler can
 //! kill (closed without a response, as a dropped connection looks to the client) or pace (SSE
 //! events written one at a time with a delay, optionally cut off after N events), request
-//! parameter decoding (query, form-urlencoded, multipart).
+//! parameter decoding (query, form-urlencoded, multipart), and free ports for servers tests
+//! start.
 
 use std::future::Future;
 use std::io;
@@ -32,6 +33,15 @@ pub async fn serve(app: Router, name: &'static str) -> u16 {
         }
     });
     port
+}
+
+/// A port on 127.0.0.1 that was free a moment ago, for a server that binds it itself (the
+/// daemon's Events API listener, a private Dovecot or Synapse).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// Control over one accepted connection (the handler's `ConnectInfo`).

@@ -264,19 +264,6 @@ impl FakeDiscord {
         .await;
     }
 
-    pub async fn wait_sent(&self, n: usize, timeout: Duration) -> Vec<SentMessage> {
-        wait_for(
-            timeout,
-            "messages from the bot",
-            || {
-                let sent = self.sent();
-                (sent.len() >= n).then_some(sent)
-            },
-            || format!("sent so far: {:#?}", self.sent()),
-        )
-        .await
-    }
-
     /// Close the live connection: with a close frame (`Some(code)`, e.g. 4000 is resumable),
     /// or abruptly (`None`).
     pub fn drop_connection(&self, code: Option<u16>) {

@@ -15,4 +15,4 @@ pub use api::{
 #[allow(unused_imports)]
 pub use fake::{Call, FakeDiscord, Fault, SentMessage};
 #[allow(unused_imports)]
-pub use world::{ALICE, BOB, MALLORY, start, texts, wait_sent, wait_until, world};
+pub use world::{ALICE, BOB, MALLORY, start, texts, wait_sent, wait_shown, wait_until, world};

@@ -1,11 +1,14 @@
 //! A world whose daemon talks to Email only: its own bot, Alice and Mallory mailboxes on the
 //! shared mail servers, the daemon started once its IMAP connection is up, and waits for mail.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::MailServers;
-use crate::support::daemon::{Daemon, World};
+use crate::support::daemon::{Daemon, World, unique};
+use crate::support::wait_for;
+
+/// What the daemon logs each time its IMAP connection is up.
+const IMAP_CONNECTED: &str = "email: IMAP connected";
 
 /// A world whose daemon talks to Email only.
 pub struct MailWorld {
@@ -20,21 +23,6 @@ pub struct MailWorld {
     /// Not on the allowlist.
     pub mallory: String,
     pub mallory_addr: String,
-}
-
-fn unique(tag: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!(
-        "{tag}{}x{t}x{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 impl MailWorld {
@@ -77,52 +65,19 @@ impl MailWorld {
         }
     }
 
-    fn connected_count(&self) -> usize {
-        count_in_logs(&self.w.home.path().to_path_buf(), "email: IMAP connected")
-    }
-
     /// Start the daemon and wait until its IMAP connection is up.
     pub async fn start(&mut self) -> Daemon {
-        let before = self.connected_count();
-        let home = self.w.home.path().to_path_buf();
-        self.w
-            .start_when("an IMAP connection", move || {
-                count_in_logs(&home, "email: IMAP connected") > before
-            })
-            .await
+        self.w.start_logging(IMAP_CONNECTED).await
+    }
+
+    /// IMAP connections the daemons of this world made so far.
+    pub fn connections(&self) -> usize {
+        self.w.logged(IMAP_CONNECTED)
     }
 
     /// Wait until the daemon logs another IMAP connection than the `before`th.
     pub async fn wait_connected(&self, before: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.connected_count() <= before {
-            assert!(Instant::now() < deadline, "no new IMAP connection");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Every daemon log of this world, concatenated.
-    pub fn logs(&self) -> String {
-        let mut names: Vec<_> = std::fs::read_dir(self.w.home.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("daemon-"))
-            })
-            .collect();
-        names.sort();
-        names
-            .iter()
-            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n---- restart ----\n")
-    }
-
-    pub fn connections(&self) -> usize {
-        self.connected_count()
+        self.w.wait_logged(IMAP_CONNECTED, before, timeout).await;
     }
 
     /// Alice (or anyone) sends `raw` to the bot.
@@ -148,34 +103,14 @@ impl MailWorld {
 
     /// Wait until `user` has at least `n` mails; returns them.
     pub async fn wait_mails(&self, user: &str, n: usize, timeout: Duration) -> Vec<Vec<u8>> {
-        let deadline = Instant::now() + timeout;
-        loop {
+        let check = || {
             let m = self.mail.mails(user);
-            if m.len() >= n {
-                return m;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{user} has {} mail(s), expected {n}; daemon logs:\n{}",
-                m.len(),
-                self.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            (m.len() >= n).then_some(m)
+        };
+        let describe = || {
+            let has = self.mail.mails(user).len();
+            format!("{user} has {has} mail(s); daemon logs:\n{}", self.w.logs())
+        };
+        wait_for(timeout, &format!("{n} mail(s) for {user}"), check, describe).await
     }
-}
-
-fn count_in_logs(home: &PathBuf, needle: &str) -> usize {
-    std::fs::read_dir(home)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
-        .map(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .matches(needle)
-                .count()
-        })
-        .sum()
 }

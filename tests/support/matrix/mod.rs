@@ -23,4 +23,4 @@ pub use person::{Person, Seen};
 #[allow(unused_imports)]
 pub use synapse::{ENV_FILE, PASSWORD, Synapse};
 #[allow(unused_imports)]
-pub use world::{MatrixWorld, count_in_logs, unique};
+pub use world::MatrixWorld;

@@ -14,6 +14,7 @@ use matrix_sdk::{Client, Room};
 use serde_json::Value;
 
 use super::{PASSWORD, Synapse};
+use crate::support::wait_for;
 
 /// A person on Matrix: a logged-in client syncing in the background, recording every room
 /// message it sees (decrypted where it could).
@@ -174,20 +175,25 @@ impl Person {
         timeout: Duration,
         logs: impl Fn() -> String,
     ) -> Vec<Seen> {
-        let deadline = Instant::now() + timeout;
-        loop {
+        let check = || {
             let seen = self.seen_from(room, sender);
-            if seen.len() >= n {
-                return seen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "saw {} message(s) from {sender}, expected {n}: {seen:?}\ndaemon logs:\n{}",
-                seen.len(),
+            (seen.len() >= n).then_some(seen)
+        };
+        let describe = || {
+            let seen = self.seen_from(room, sender);
+            let saw = seen.len();
+            format!(
+                "saw {saw} message(s) from {sender}: {seen:?}\ndaemon logs:\n{}",
                 logs()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            )
+        };
+        wait_for(
+            timeout,
+            &format!("{n} message(s) from {sender}"),
+            check,
+            describe,
+        )
+        .await
     }
 }
 

@@ -1,12 +1,15 @@
 //! A world whose daemon talks to Matrix only: fresh bot, Alice, Bob and Mallory accounts on a
 //! Synapse, the daemon started once its first sync is through, and waits for its reconnects.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use matrix_sdk::ruma::{OwnedUserId, UserId};
 
 use super::{PASSWORD, Person, Synapse};
-use crate::support::daemon::{Daemon, World};
+use crate::support::daemon::{Daemon, World, unique};
+
+/// What the daemon logs each time a sync goes through after a start or an outage.
+const SYNC_CONNECTED: &str = "matrix: sync connected";
 
 /// A world whose daemon talks to Matrix only.
 pub struct MatrixWorld {
@@ -17,21 +20,6 @@ pub struct MatrixWorld {
     pub bob: OwnedUserId,
     /// Not on the allowlist.
     pub mallory: OwnedUserId,
-}
-
-pub fn unique(tag: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!(
-        "{tag}{}x{t}x{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 impl MatrixWorld {
@@ -65,70 +53,22 @@ impl MatrixWorld {
         }
     }
 
+    /// Successful syncs the daemons of this world logged so far.
     pub fn connected_count(&self) -> usize {
-        count_in_logs(self.w.home.path(), "matrix: sync connected")
+        self.w.logged(SYNC_CONNECTED)
     }
 
     /// Start the daemon and wait until its first sync is through.
     pub async fn start(&mut self) -> Daemon {
-        let before = self.connected_count();
-        let home = self.w.home.path().to_path_buf();
-        self.w
-            .start_when("a Matrix sync", move || {
-                count_in_logs(&home, "matrix: sync connected") > before
-            })
-            .await
+        self.w.start_logging(SYNC_CONNECTED).await
     }
 
     /// Wait until the daemon logs another successful sync after an outage.
     pub async fn wait_connected(&self, before: usize, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.connected_count() <= before {
-            assert!(
-                Instant::now() < deadline,
-                "no new Matrix sync; logs:\n{}",
-                self.logs()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Every daemon log of this world, concatenated.
-    pub fn logs(&self) -> String {
-        let mut names: Vec<_> = std::fs::read_dir(self.w.home.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("daemon-"))
-            })
-            .collect();
-        names.sort();
-        names
-            .iter()
-            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n---- restart ----\n")
+        self.w.wait_logged(SYNC_CONNECTED, before, timeout).await;
     }
 
     pub async fn person(&self, id: &UserId) -> Person {
         Person::login(&self.synapse, id).await
     }
-}
-
-pub fn count_in_logs(home: &std::path::Path, needle: &str) -> usize {
-    std::fs::read_dir(home)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("daemon-"))
-        .map(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .matches(needle)
-                .count()
-        })
-        .sum()
 }
