@@ -117,11 +117,7 @@ async fn a_job_made_in_chat_delivers_there_at_its_time_and_silent_runs_stay_quie
         "remind me in 30 minutes to stretch, and watch the news hourly",
     );
     p.tg.wait_sent(1, WAIT).await;
-    let results: Vec<String> = p.llm.requests()[1]
-        .tool_results()
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
+    let results: Vec<String> = p.llm.requests()[1].tool_result_texts();
     assert!(results[0].starts_with("Created"), "{results:?}");
     assert!(
         results[2].starts_with("error: invalid arguments: invalid schedule `soon`"),

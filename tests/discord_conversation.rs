@@ -7,20 +7,12 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::Buttons;
 use support::daemon::TOKEN;
 use support::discord::{
-    self, ALICE, BOB, CHANNEL as GUILD_CHANNEL, MALLORY, SentMessage, start, texts, wait_sent,
-    wait_until, world,
+    self, ALICE, BOB, CHANNEL as GUILD_CHANNEL, MALLORY, start, texts, wait_sent, wait_until, world,
 };
-use support::llm::Reply;
-
-fn button(m: &SentMessage, label: &str) -> String {
-    m.buttons()
-        .into_iter()
-        .find(|(l, _)| l.contains(label))
-        .unwrap_or_else(|| panic!("no `{label}` button in {m:?}"))
-        .1
-}
+use support::llm::{PNG, PNG_DATA_URL, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_message_is_answered_in_the_dm() {
@@ -122,7 +114,7 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     );
     assert_eq!(request.buttons().len(), 4, "{:?}", request.buttons());
     // Bob (allowed to use the bot, but not the one asked) presses Allow: nothing runs.
-    let bobs = dc.press(BOB, "bob", request.id, &button(&request, "Allow once"));
+    let bobs = dc.press(BOB, "bob", request.id, &request.button("Allow once"));
     wait_until(&daemon, "Bob's press acknowledged", || {
         dc.callbacks()
             .iter()
@@ -133,7 +125,7 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(dc.sent().len(), 1, "{:?}", texts(&dc.sent()));
     // Alice's press approves.
-    let alices = dc.press(ALICE, "alice", request.id, &button(&request, "Allow once"));
+    let alices = dc.press(ALICE, "alice", request.id, &request.button("Allow once"));
     let sent = wait_sent(&dc, &daemon, 2).await;
     assert!(
         sent[1].content.contains("approved-42"),
@@ -179,13 +171,10 @@ async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
     assert_eq!(sent[1].channel_id, asked);
     let reqs = w.llm.requests();
     let last = reqs.last().unwrap();
-    let users: Vec<String> = last
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(users, ["alice: plan the launch", "bob: add a budget"]);
+    assert_eq!(
+        last.user_texts(),
+        ["alice: plan the launch", "bob: add a budget"]
+    );
     // Chatter in the parent channel is still ignored, and no second thread is made.
     dc.guild_text(GUILD_CHANNEL, ALICE, "alice", "unrelated");
     dc.guild_text(asked, ALICE, "alice", "sentinel");
@@ -197,21 +186,12 @@ async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attached_image_reaches_a_vision_model() {
-    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
     let (mut w, dc) = world("[llm]\nvision = true\n").await;
     let daemon = start(&mut w, &dc).await;
     dc.dm_with_file(ALICE, "alice", "what is this?", "cat.png", "image/png", PNG);
     wait_sent(&dc, &daemon, 1).await;
     let req = w.llm.requests().pop().unwrap();
-    let parts = req.last_user_parts();
-    let image = parts
-        .iter()
-        .find(|p| p["type"] == "image_url")
-        .expect("an image part");
-    assert_eq!(
-        image["image_url"]["url"],
-        "data:image/png;base64,iVBORw0KGgoBAgME"
-    );
+    assert_eq!(req.image_url().expect("an image part"), PNG_DATA_URL);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,13 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::llm::{RecordedRequest, Reply};
+use support::llm::{Reply, reviewing};
 use support::{WAIT, wait_for};
-
-fn reviewing(req: &RecordedRequest) -> bool {
-    req.system_text()
-        .is_some_and(|s| s.starts_with("You review a conversation"))
-}
 
 const NEW_SKILL: &str = "---\nname: tokyo-time\ndescription: Find the current time in Tokyo and say whether it is a good time to call.\n---\n\n1. Call current_time with timezone Asia/Tokyo.\n2. Between 09:00 and 21:00 it is fine to call.\n";
 

@@ -7,6 +7,7 @@ mod support;
 use std::time::Duration;
 
 use support::WAIT;
+use support::chat::assert_in_order;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
 use support::telegram::utf16_len;
@@ -80,13 +81,7 @@ async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
         .map(|m| m.visible_text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    let mut from = 0;
-    for line in &code {
-        let at = all[from..]
-            .find(line.trim())
-            .unwrap_or_else(|| panic!("missing code line {line}"));
-        from += at + line.trim().len();
-    }
+    assert_in_order(&all, &code);
     let code_chunks: Vec<_> = sent.iter().filter(|m| m.text.contains("value_0")).collect();
     assert!(code_chunks.iter().all(|m| m.text.contains("<pre>")));
 }

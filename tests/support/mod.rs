@@ -6,6 +6,7 @@
 //! test binaries do not compile matrix-sdk code.
 #![allow(dead_code)]
 
+pub mod chat;
 pub mod daemon;
 pub mod discord;
 pub mod email;
@@ -16,5 +17,7 @@ pub mod telegram;
 pub mod wait;
 
 // Each test binary uses only some of these.
+#[allow(unused_imports)]
+pub use chat::Buttons;
 #[allow(unused_imports)]
 pub use wait::{LONG_WAIT, WAIT, wait_for};

@@ -24,6 +24,7 @@ use super::api::{
     self, APPLICATION_ID, BOT_ID, CHANNEL, GUILD, St, bot_user, lock, member, message, snowflake,
     text_channel, user,
 };
+use crate::support::chat::Buttons;
 use crate::support::wait_for;
 
 /// Heartbeat interval announced in HELLO. Short, so a dead socket is noticed quickly.
@@ -53,9 +54,9 @@ pub struct SentMessage {
     pub at: Instant,
 }
 
-impl SentMessage {
+impl Buttons for SentMessage {
     /// `(label, custom_id)` of every button under the message.
-    pub fn buttons(&self) -> Vec<(String, String)> {
+    fn buttons(&self) -> Vec<(String, String)> {
         self.components
             .as_array()
             .into_iter()

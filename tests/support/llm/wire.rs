@@ -16,7 +16,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::fake::{Inner, Kind, RecordedRequest, Reply};
+use super::RecordedRequest;
+use super::fake::{Inner, Kind, Reply};
 use crate::support::http::ConnCtl;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 
 use super::api::{Inner, St, bot_user, group_chat, now_unix, user};
 use super::html::utf16_len;
+use crate::support::chat::Buttons;
 use crate::support::http;
 use crate::support::wait_for;
 
@@ -54,6 +55,26 @@ pub struct SentMessage {
     pub thread_id: Option<i64>,
     pub reply_markup: Option<Value>,
     pub at: Instant,
+}
+
+impl Buttons for SentMessage {
+    /// `(label, callback data)` of the inline keyboard.
+    fn buttons(&self) -> Vec<(String, String)> {
+        let rows = self
+            .reply_markup
+            .as_ref()
+            .and_then(|r| r["inline_keyboard"].as_array().cloned())
+            .unwrap_or_default();
+        rows.iter()
+            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+            .map(|b: Value| {
+                (
+                    b["text"].as_str().unwrap_or_default().to_owned(),
+                    b["callback_data"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
 }
 
 /// The visible texts of sent messages, for comparing with a list.
