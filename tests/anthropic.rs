@@ -4,12 +4,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::Value;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 fn cached(v: &Value) -> bool {
     v.get("cache_control").is_some()

@@ -5,40 +5,10 @@
 
 mod support;
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use support::daemon::{ALICE, BOB, GROUP, World};
-use support::fake_llm::{RecordedRequest, Reply};
-use support::fake_telegram::SentMessage;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-/// `(label, callback data)` of the buttons under a message.
-fn buttons(m: &SentMessage) -> Vec<(String, String)> {
-    let rows = m
-        .reply_markup
-        .as_ref()
-        .and_then(|r| r["inline_keyboard"].as_array().cloned())
-        .unwrap_or_default();
-    rows.iter()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .map(|b: Value| {
-            (
-                b["text"].as_str().unwrap_or_default().to_owned(),
-                b["callback_data"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn button(m: &SentMessage, label_starts: &str) -> String {
-    buttons(m)
-        .into_iter()
-        .find(|(label, _)| label.contains(label_starts))
-        .unwrap_or_else(|| panic!("no `{label_starts}` button in {m:?}"))
-        .1
-}
+use support::llm::{RecordedRequest, Reply};
+use support::{Buttons, WAIT, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
@@ -60,13 +30,13 @@ async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
         request.visible_text.contains("echo approved-$((40 + 2))"),
         "the full command is shown"
     );
-    let labels: Vec<String> = buttons(&request).into_iter().map(|(l, _)| l).collect();
+    let labels: Vec<String> = request.buttons().into_iter().map(|(l, _)| l).collect();
     assert_eq!(labels.len(), 4, "{labels:?}");
     w.tg.callback_query(
         ALICE,
         ALICE,
         request.message_id,
-        &button(&request, "Allow once"),
+        &request.button("Allow once"),
     );
     let sent = w.tg.wait_sent(2, WAIT).await;
     assert!(
@@ -75,20 +45,14 @@ async fn allow_runs_the_confirmed_call_and_the_answer_arrives() {
         sent[1].visible_text
     );
     // The request was updated to show the decision, and its buttons are gone.
-    let deadline = std::time::Instant::now() + WAIT;
-    while !w
-        .tg
-        .edits()
-        .iter()
-        .any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "request never marked allowed: {:?}",
-            w.tg.edits()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let marked = || {
+        w.tg.edits()
+            .iter()
+            .any(|e| e.message_id == request.message_id && e.visible_text.contains("Allowed once"))
+            .then_some(())
+    };
+    let edits = || format!("edits: {:?}", w.tg.edits());
+    wait_for(WAIT, "the request marked allowed", marked, edits).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +66,7 @@ async fn deny_refuses_the_call_and_the_model_is_told() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run it");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
-    w.tg.callback_query(ALICE, ALICE, request.message_id, &button(&request, "Deny"));
+    w.tg.callback_query(ALICE, ALICE, request.message_id, &request.button("Deny"));
     let sent = w.tg.wait_sent(2, WAIT).await;
     assert!(
         sent[1].visible_text.contains("the user denied"),
@@ -175,7 +139,7 @@ async fn another_users_press_does_nothing() {
         BOB,
         GROUP,
         request.message_id,
-        &button(&request, "Allow once"),
+        &request.button("Allow once"),
     );
     assert!(press.callback_query_id.is_some());
     // Bob may talk to the bot, but only Alice can approve Alice's request: it times out.
@@ -195,26 +159,21 @@ async fn two_confirmations_in_one_turn_are_asked_one_after_another() {
         ("terminal", json!({"command": "echo second"})),
     ]));
     w.llm.set_default(|req: &RecordedRequest| {
-        let all: Vec<String> = req.tool_results().into_iter().map(|(_, t)| t).collect();
+        let all = req.tool_result_texts();
         Reply::text(format!("results: {}", all.join(" | ")))
     });
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run both");
     let first = w.tg.wait_sent(1, WAIT).await.remove(0);
     assert!(first.visible_text.contains("echo first"));
-    w.tg.callback_query(
-        ALICE,
-        ALICE,
-        first.message_id,
-        &button(&first, "Allow once"),
-    );
+    w.tg.callback_query(ALICE, ALICE, first.message_id, &first.button("Allow once"));
     let second = w.tg.wait_sent(2, WAIT).await.remove(1);
     assert!(
         second.visible_text.contains("echo second"),
         "{}",
         second.visible_text
     );
-    w.tg.callback_query(ALICE, ALICE, second.message_id, &button(&second, "Deny"));
+    w.tg.callback_query(ALICE, ALICE, second.message_id, &second.button("Deny"));
     let answer = w.tg.wait_sent(3, WAIT).await.remove(2);
     assert!(
         answer.visible_text.contains("first"),
@@ -240,12 +199,7 @@ async fn allow_for_the_session_stops_asking_and_safe_asks_for_everything() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "first");
     let request = w.tg.wait_sent(1, WAIT).await.remove(0);
-    w.tg.callback_query(
-        ALICE,
-        ALICE,
-        request.message_id,
-        &button(&request, "session"),
-    );
+    w.tg.callback_query(ALICE, ALICE, request.message_id, &request.button("session"));
     w.tg.wait_sent(2, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "second");
     let sent = w.tg.wait_sent(3, WAIT).await;
@@ -284,7 +238,7 @@ async fn a_long_command_is_shown_in_full_with_the_buttons_under_the_last_part() 
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run the long one");
     let parts = w.tg.wait_sent(2, WAIT).await;
-    assert!(buttons(&parts[0]).is_empty());
+    assert!(parts[0].buttons().is_empty());
     let shown: String = parts.iter().map(|m| m.visible_text.as_str()).collect();
     assert_eq!(
         shown.matches("word").count(),
@@ -295,7 +249,7 @@ async fn a_long_command_is_shown_in_full_with_the_buttons_under_the_last_part() 
         ALICE,
         ALICE,
         parts[1].message_id,
-        &button(&parts[1], "Allow once"),
+        &parts[1].button("Allow once"),
     );
     let sent = w.tg.wait_sent(3, WAIT).await;
     assert!(

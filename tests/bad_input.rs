@@ -3,13 +3,10 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
 use support::daemon::{ALICE, BOB, World};
-use support::fake_llm::Reply;
-use support::telegram_api::INVALID_UTF8;
-
-const WAIT: Duration = Duration::from_secs(60);
+use support::llm::Reply;
+use support::telegram::INVALID_UTF8;
+use support::{LONG_WAIT, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_utf8_from_the_platform_blocks_nothing() {
@@ -17,11 +14,8 @@ async fn invalid_utf8_from_the_platform_blocks_nothing() {
     let mut daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", &format!("broken {INVALID_UTF8} bytes"));
     w.tg.private_text(BOB, "Bob", "fine");
-    let deadline = Instant::now() + WAIT;
-    while w.tg.sent_to(BOB).is_empty() {
-        assert!(Instant::now() < deadline, "{}", daemon.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let bob_answered = || (!w.tg.sent_to(BOB).is_empty()).then_some(());
+    wait_for(LONG_WAIT, "Bob's answer", bob_answered, || daemon.log()).await;
     assert_eq!(w.tg.sent_to(BOB)[0].visible_text, "echo: fine");
     // Alice's message arrives with the broken bytes replaced, or is skipped with a log line.
     let alice = w.tg.sent_to(ALICE);
@@ -32,16 +26,14 @@ async fn invalid_utf8_from_the_platform_blocks_nothing() {
         daemon.log()
     );
     w.tg.private_text(ALICE, "Alice", "after");
-    let deadline = Instant::now() + WAIT;
-    while !w
-        .tg
-        .sent_to(ALICE)
-        .iter()
-        .any(|m| m.visible_text == "echo: after")
-    {
-        assert!(Instant::now() < deadline, "{}", daemon.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let after = || {
+        let alice = w.tg.sent_to(ALICE);
+        alice
+            .iter()
+            .any(|m| m.visible_text == "echo: after")
+            .then_some(())
+    };
+    wait_for(LONG_WAIT, "the answer to `after`", after, || daemon.log()).await;
     assert!(daemon.is_running());
 }
 
@@ -52,11 +44,8 @@ async fn a_ten_megabyte_message_is_cut_and_answered_and_others_carry_on() {
     let huge = "word ".repeat(2 * 1024 * 1024);
     w.tg.private_text(ALICE, "Alice", &huge);
     w.tg.private_text(BOB, "Bob", "small");
-    let deadline = Instant::now() + WAIT;
-    while w.tg.sent_to(BOB).is_empty() || w.tg.sent_to(ALICE).is_empty() {
-        assert!(Instant::now() < deadline, "{}", daemon.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let both = || (!w.tg.sent_to(BOB).is_empty() && !w.tg.sent_to(ALICE).is_empty()).then_some(());
+    wait_for(LONG_WAIT, "answers to Alice and Bob", both, || daemon.log()).await;
     let asked = w
         .llm
         .requests()
@@ -86,7 +75,7 @@ async fn a_hundred_thousand_lines_of_tool_output_reach_the_model_capped() {
     w.llm.push(Reply::text("counted"));
     let mut daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "count for me");
-    let sent = w.tg.wait_sent(1, WAIT).await;
+    let sent = w.tg.wait_sent(1, LONG_WAIT).await;
     assert_eq!(sent[0].visible_text, "counted");
     let results = w.llm.requests()[1].tool_results();
     let (_, output) = &results[0];

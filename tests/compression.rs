@@ -6,13 +6,12 @@
 mod support;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{RecordedRequest, Reply};
+use support::llm::{RecordedRequest, Reply};
 
-const WAIT: Duration = Duration::from_secs(20);
 const CONFIG: &str = "[llm]\ncontext_window = 4000\nauxiliary_model = \"small-model\"\n\
                       [agent]\ncompression_keep_last = 4\n[tools]\ntoolsets = [\"core\"]\n";
 

@@ -16,12 +16,12 @@ use hermes::llm::OpenAiProvider;
 use hermes::store::{CronStore, Store};
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, TOKEN, World};
-use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::fake_telegram::{FakeTelegram, Fault};
+use support::llm::{FakeLlm, RecordedRequest, Reply};
+use support::telegram::{FakeTelegram, Fault};
 use tokio_util::sync::CancellationToken;
 
-const WAIT: Duration = Duration::from_secs(20);
 const MINUTE: i64 = 60_000;
 
 fn scheduled(req: &RecordedRequest) -> bool {
@@ -119,11 +119,7 @@ async fn a_job_made_in_chat_delivers_there_at_its_time_and_silent_runs_stay_quie
         "remind me in 30 minutes to stretch, and watch the news hourly",
     );
     p.tg.wait_sent(1, WAIT).await;
-    let results: Vec<String> = p.llm.requests()[1]
-        .tool_results()
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
+    let results: Vec<String> = p.llm.requests()[1].tool_result_texts();
     assert!(results[0].starts_with("Created"), "{results:?}");
     assert!(
         results[2].starts_with("error: invalid arguments: invalid schedule `soon`"),

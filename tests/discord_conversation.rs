@@ -7,19 +7,12 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::Buttons;
 use support::daemon::TOKEN;
-use support::discord_api::{self, CHANNEL as GUILD_CHANNEL};
-use support::discord_world::{ALICE, BOB, MALLORY, start, texts, wait_sent, wait_until, world};
-use support::fake_discord::SentMessage;
-use support::fake_llm::Reply;
-
-fn button(m: &SentMessage, label: &str) -> String {
-    m.buttons()
-        .into_iter()
-        .find(|(l, _)| l.contains(label))
-        .unwrap_or_else(|| panic!("no `{label}` button in {m:?}"))
-        .1
-}
+use support::discord::{
+    self, ALICE, BOB, CHANNEL as GUILD_CHANNEL, MALLORY, start, texts, wait_sent, wait_until, world,
+};
+use support::llm::{PNG, PNG_DATA_URL, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_message_is_answered_in_the_dm() {
@@ -67,23 +60,19 @@ async fn channel_chatter_is_ignored_and_a_mention_is_answered_as_a_reply() {
     reply["content"] = json!("and then?");
     let (id, _) = {
         let answer = sent[0].id;
-        let msg = discord_api::message(
+        let msg = discord::message(
             answer + 1_000,
             GUILD_CHANNEL,
-            discord_api::user(BOB, "bob", false),
+            discord::user(BOB, "bob", false),
             "and then?",
         );
         let mut msg = msg;
         msg["type"] = json!(19);
-        msg["guild_id"] = json!(discord_api::GUILD.to_string());
-        msg["member"] = discord_api::member(&[]);
+        msg["guild_id"] = json!(discord::GUILD.to_string());
+        msg["member"] = discord::member(&[]);
         msg["message_reference"] = json!({"type": 0, "message_id": answer.to_string(), "channel_id": GUILD_CHANNEL.to_string()});
-        msg["referenced_message"] = discord_api::message(
-            answer,
-            GUILD_CHANNEL,
-            discord_api::bot_user(),
-            &sent[0].content,
-        );
+        msg["referenced_message"] =
+            discord::message(answer, GUILD_CHANNEL, discord::bot_user(), &sent[0].content);
         (answer + 1_000, dc.dispatch("MESSAGE_CREATE", msg))
     };
     let sent = wait_sent(&dc, &daemon, 2).await;
@@ -125,7 +114,7 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     );
     assert_eq!(request.buttons().len(), 4, "{:?}", request.buttons());
     // Bob (allowed to use the bot, but not the one asked) presses Allow: nothing runs.
-    let bobs = dc.press(BOB, "bob", request.id, &button(&request, "Allow once"));
+    let bobs = dc.press(BOB, "bob", request.id, &request.button("Allow once"));
     wait_until(&daemon, "Bob's press acknowledged", || {
         dc.callbacks()
             .iter()
@@ -136,7 +125,7 @@ async fn an_approval_button_works_only_for_the_user_who_was_asked() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(dc.sent().len(), 1, "{:?}", texts(&dc.sent()));
     // Alice's press approves.
-    let alices = dc.press(ALICE, "alice", request.id, &button(&request, "Allow once"));
+    let alices = dc.press(ALICE, "alice", request.id, &request.button("Allow once"));
     let sent = wait_sent(&dc, &daemon, 2).await;
     assert!(
         sent[1].content.contains("approved-42"),
@@ -182,13 +171,10 @@ async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
     assert_eq!(sent[1].channel_id, asked);
     let reqs = w.llm.requests();
     let last = reqs.last().unwrap();
-    let users: Vec<String> = last
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(users, ["alice: plan the launch", "bob: add a budget"]);
+    assert_eq!(
+        last.user_texts(),
+        ["alice: plan the launch", "bob: add a budget"]
+    );
     // Chatter in the parent channel is still ignored, and no second thread is made.
     dc.guild_text(GUILD_CHANNEL, ALICE, "alice", "unrelated");
     dc.guild_text(asked, ALICE, "alice", "sentinel");
@@ -200,21 +186,12 @@ async fn with_auto_thread_a_mention_opens_a_thread_its_members_share() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attached_image_reaches_a_vision_model() {
-    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
     let (mut w, dc) = world("[llm]\nvision = true\n").await;
     let daemon = start(&mut w, &dc).await;
     dc.dm_with_file(ALICE, "alice", "what is this?", "cat.png", "image/png", PNG);
     wait_sent(&dc, &daemon, 1).await;
     let req = w.llm.requests().pop().unwrap();
-    let parts = req.last_user_parts();
-    let image = parts
-        .iter()
-        .find(|p| p["type"] == "image_url")
-        .expect("an image part");
-    assert_eq!(
-        image["image_url"]["url"],
-        "data:image/png;base64,iVBORw0KGgoBAgME"
-    );
+    assert_eq!(req.image_url().expect("an image part"), PNG_DATA_URL);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,15 +199,15 @@ async fn a_mention_of_the_bots_role_is_answered() {
     let (mut w, dc) = world("").await;
     let daemon = start(&mut w, &dc).await;
     let id = 900_000_000_000_100_000;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         id,
         GUILD_CHANNEL,
-        discord_api::user(BOB, "bob", false),
-        &format!("<@&{}> status report", discord_api::BOT_ROLE),
+        discord::user(BOB, "bob", false),
+        &format!("<@&{}> status report", discord::BOT_ROLE),
     );
-    msg["guild_id"] = json!(discord_api::GUILD.to_string());
-    msg["member"] = discord_api::member(&[]);
-    msg["mention_roles"] = json!([discord_api::BOT_ROLE.to_string()]);
+    msg["guild_id"] = json!(discord::GUILD.to_string());
+    msg["member"] = discord::member(&[]);
+    msg["mention_roles"] = json!([discord::BOT_ROLE.to_string()]);
     dc.dispatch("MESSAGE_CREATE", msg);
     let sent = wait_sent(&dc, &daemon, 1).await;
     assert_eq!(sent[0].content, "echo: bob: status report");
@@ -243,10 +220,10 @@ async fn an_attachment_over_the_size_cap_is_not_downloaded() {
     let daemon = start(&mut w, &dc).await;
     let channel = dc.dm_channel(ALICE);
     let id = 900_000_000_000_200_000;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         id,
         channel,
-        discord_api::user(ALICE, "alice", false),
+        discord::user(ALICE, "alice", false),
         "huge picture",
     );
     msg["attachments"] = json!([{"id": "5", "filename": "huge.png", "size": 50_000_000,
@@ -266,15 +243,15 @@ async fn an_attachment_over_the_size_cap_is_not_downloaded() {
 async fn other_bots_are_not_answered() {
     let (mut w, dc) = world("[gateway]\nallow_all_users = true\n").await;
     let daemon = start(&mut w, &dc).await;
-    let mut msg = discord_api::message(
+    let mut msg = discord::message(
         900_000_000_000_300_000,
         GUILD_CHANNEL,
-        discord_api::user(BOB, "other-bot", true),
-        &format!("<@{}> ping", discord_api::BOT_ID),
+        discord::user(BOB, "other-bot", true),
+        &format!("<@{}> ping", discord::BOT_ID),
     );
-    msg["guild_id"] = json!(discord_api::GUILD.to_string());
-    msg["member"] = discord_api::member(&[]);
-    msg["mentions"] = json!([discord_api::bot_user()]);
+    msg["guild_id"] = json!(discord::GUILD.to_string());
+    msg["member"] = discord::member(&[]);
+    msg["mentions"] = json!([discord::bot_user()]);
     dc.dispatch("MESSAGE_CREATE", msg);
     dc.dm(ALICE, "alice", "sentinel");
     let sent = wait_sent(&dc, &daemon, 1).await;

@@ -6,10 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use support::discord_world::WAIT;
-use support::discord_world::{ALICE, start, texts, wait_sent, wait_until, world};
-use support::fake_discord::Fault;
-use support::fake_llm::{Gate, Reply};
+use support::WAIT;
+use support::discord::{ALICE, Fault, start, texts, wait_sent, wait_shown, wait_until, world};
+use support::llm::{Gate, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_answer_arrives_in_two_messages_with_code_fences_intact() {
@@ -165,15 +164,7 @@ async fn a_streamed_answer_is_edited_in_place_and_posted_once() {
     let daemon = start(&mut w, &dc).await;
     dc.dm(ALICE, "alice", "tell me a lot");
     let preview = wait_sent(&dc, &daemon, 1).await.remove(0);
-    wait_until(&daemon, "the full answer in the preview", || {
-        dc.edits()
-            .iter()
-            .rev()
-            .find(|e| e.id == preview.id)
-            .is_some_and(|e| e.content == answer)
-            .then_some(())
-    })
-    .await;
+    wait_shown(&dc, &daemon, preview.id, &answer).await;
     assert!(dc.edits().len() >= 2, "{} edits", dc.edits().len());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
@@ -197,15 +188,7 @@ async fn a_rate_limited_edit_is_waited_out() {
     let daemon = start(&mut w, &dc).await;
     dc.dm(ALICE, "alice", "go");
     let preview = wait_sent(&dc, &daemon, 1).await.remove(0);
-    wait_until(&daemon, "the full answer in the preview", || {
-        dc.edits()
-            .iter()
-            .rev()
-            .find(|e| e.id == preview.id)
-            .is_some_and(|e| e.content == answer)
-            .then_some(())
-    })
-    .await;
+    wait_shown(&dc, &daemon, preview.id, &answer).await;
     let edits = dc.calls_of("edit_message");
     assert_eq!(edits[0].status, 429, "{edits:?}");
     assert_eq!(dc.sent().len(), 1);

@@ -6,11 +6,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use hermes::store::Store;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{Gate, Reply};
-use support::fake_telegram::{Fault, visible};
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::llm::{Gate, Reply};
+use support::telegram::{Fault, visible};
 
 /// Wait until the daemon's database shows `n` sent replies.
 async fn wait_marked_sent(w: &World, n: u64) {

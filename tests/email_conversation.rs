@@ -10,10 +10,10 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::fake_llm::Reply;
-use support::mail_world::{MailWorld, body_text, header};
+use support::email::{MailWorld, body_text, header};
+use support::llm::Reply;
+use support::{LONG_WAIT, WAIT, wait_for};
 
-const WAIT: Duration = Duration::from_secs(20);
 /// Far longer than any test: a reply within WAIT proves IDLE, not polling.
 const CONFIG: &str = "[email]\npoll_secs = 600\n";
 
@@ -69,11 +69,9 @@ async fn alice_gets_a_threaded_reply_within_seconds() {
         .join("mail")
         .join(&mw.bot)
         .join("Maildir/.Sent/cur");
-    let deadline = Instant::now() + WAIT;
-    while std::fs::read_dir(&sent).map_or(0, |d| d.count()) == 0 {
-        assert!(Instant::now() < deadline, "no copy in {}", sent.display());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let copied = || (std::fs::read_dir(&sent).map_or(0, |d| d.count()) > 0).then_some(());
+    let what = format!("a copy in {}", sent.display());
+    wait_for(WAIT, &what, copied, || mw.w.logs()).await;
     // The model saw the body, labelled as untrusted.
     let reqs = mw.w.llm.requests();
     assert_eq!(reqs.len(), 1);
@@ -271,7 +269,7 @@ async fn html_only_legacy_charsets_and_a_huge_attachment_are_handled() {
     );
     mw.send_to_bot(&alice, big.as_bytes());
     // Four answers plus the note about the refused attachment.
-    let mails = mw.wait_mails(&mw.alice, 5, Duration::from_secs(60)).await;
+    let mails = mw.wait_mails(&mw.alice, 5, LONG_WAIT).await;
     let reqs = mw.w.llm.wait_requests(4, WAIT).await;
     let seen: Vec<String> = reqs.iter().map(|r| r.last_user_text().unwrap()).collect();
     let all = seen.join("\n");

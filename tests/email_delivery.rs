@@ -10,10 +10,11 @@ mod support;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::fake_llm::{Gate, Reply};
-use support::mail_world::{MailWorld, body_text, header};
+use support::WAIT;
+use support::email::{MailWorld, body_text, header};
+use support::http::free_port;
+use support::llm::{Gate, Reply};
 
-const WAIT: Duration = Duration::from_secs(20);
 const CONFIG: &str = "[email]\npoll_secs = 600\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,11 +94,7 @@ struct PrivateImap {
 
 impl PrivateImap {
     fn new(mw: &MailWorld) -> PrivateImap {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = mw.mail.data.join(format!("private-{port}"));
         std::fs::create_dir_all(dir.join("run")).unwrap();
         let shared = std::fs::read_to_string(mw.mail.data.join("dovecot.conf")).unwrap();
@@ -193,8 +190,7 @@ async fn the_daemon_reconnects_after_the_imap_server_restarts() {
     imap.stop();
     tokio::time::sleep(Duration::from_millis(500)).await;
     imap.start();
-    mw.wait_connected(connections, Duration::from_secs(30))
-        .await;
+    mw.wait_connected(connections, WAIT).await;
     mw.send_to_bot(
         &alice,
         &mw.text_mail(&alice, "a1@alice.test", "After", "after", ""),

@@ -7,11 +7,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{FakeLlm, Reply};
-use support::fake_telegram::visible;
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::llm::{FakeLlm, Reply};
+use support::telegram::visible;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_are_waited_out_with_one_notice() {

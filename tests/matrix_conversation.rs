@@ -8,21 +8,20 @@
 // matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
 #![recursion_limit = "256"]
 
-#[path = "support/matrix_world.rs"]
-mod matrix_world;
+#[path = "support/matrix/mod.rs"]
+mod matrix;
 mod support;
 
 use std::time::Duration;
 
+use matrix::MatrixWorld;
 use matrix_sdk::ruma::events::Mentions;
 use matrix_sdk::ruma::events::relation::Thread;
 use matrix_sdk::ruma::events::room::member::MembershipState;
 use matrix_sdk::ruma::events::room::message::{
     AddMentions, ForwardThread, Relation, ReplyMetadata, RoomMessageEventContent,
 };
-use matrix_world::MatrixWorld;
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::WAIT;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alice_invites_the_bot_to_a_direct_chat_and_gets_an_answer() {
@@ -32,7 +31,9 @@ async fn alice_invites_the_bot_to_a_direct_chat_and_gets_an_answer() {
     let room = alice.create_dm(&mw.bot, false).await;
     alice.wait_joined(&room, &mw.bot, WAIT).await;
     alice.say(&room, "What is 2+2?").await;
-    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     let a = &answers[0];
     assert!(a.body().contains("echo: What is 2+2?"), "{a:?}");
     assert_eq!(a.content["format"], "org.matrix.custom.html", "{a:?}");
@@ -64,11 +65,15 @@ async fn in_a_group_room_the_bot_answers_only_when_mentioned() {
         .add_mentions(Mentions::with_user_ids([mw.bot.clone()]));
     mention.mentions.as_mut().unwrap().room = false;
     alice.send(&room, mention).await;
-    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     assert!(answers[0].body().contains("first question"), "{answers:?}");
     bob.say(&room, &format!("{}: second question", mw.bot))
         .await;
-    let answers = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 2, WAIT, || mw.w.logs())
+        .await;
     assert!(answers[1].body().contains("second question"), "{answers:?}");
     let reply = RoomMessageEventContent::text_plain("third, as a reply").make_reply_to(
         ReplyMetadata::new(&answers[1].event_id, &mw.bot, None),
@@ -76,7 +81,9 @@ async fn in_a_group_room_the_bot_answers_only_when_mentioned() {
         AddMentions::No,
     );
     alice.send(&room, reply).await;
-    let answers = alice.wait_from(&room, &mw.bot, 3, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 3, WAIT, || mw.w.logs())
+        .await;
     assert!(
         answers[2].body().contains("third, as a reply"),
         "{answers:?}"
@@ -112,7 +119,9 @@ async fn an_encrypted_direct_chat_is_answered_encrypted() {
     let room = alice.client.get_room(room.room_id()).unwrap();
     assert!(room.latest_encryption_state().await.unwrap().is_encrypted());
     alice.say(&room, "a secret question").await;
-    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     assert!(
         answers[0].body().contains("echo: a secret question"),
         "{answers:?}"
@@ -160,7 +169,9 @@ async fn a_thread_reply_is_answered_inside_the_thread() {
     let root = alice
         .say(&room, &format!("{}: the root message", mw.bot))
         .await;
-    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     // In a group the answer replies to the message that asked, outside any thread.
     let rel = &answers[0].content["m.relates_to"];
     assert_eq!(
@@ -173,7 +184,9 @@ async fn a_thread_reply_is_answered_inside_the_thread() {
         RoomMessageEventContent::text_plain(format!("{}: inside the thread", mw.bot));
     in_thread.relates_to = Some(Relation::Thread(Thread::plain(root.clone(), root.clone())));
     let asked = bob.send(&room, in_thread).await;
-    let answers = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 2, WAIT, || mw.w.logs())
+        .await;
     let rel = &answers[1].content["m.relates_to"];
     assert_eq!(rel["rel_type"], "m.thread", "{answers:?}");
     assert_eq!(rel["event_id"], root.as_str());
@@ -201,7 +214,9 @@ async fn an_invite_from_someone_not_allowed_is_ignored() {
     let room = alice.create_dm(&mw.bot, false).await;
     alice.wait_joined(&room, &mw.bot, WAIT).await;
     alice.say(&room, "sentinel").await;
-    alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let theirs = mallory.client.get_room(theirs.room_id()).unwrap();
     let bot = theirs.get_member_no_sync(&mw.bot).await.unwrap().unwrap();
@@ -219,21 +234,21 @@ async fn an_invite_from_someone_not_allowed_is_ignored() {
 async fn a_file_the_agent_sends_arrives_encrypted_and_readable() {
     use matrix_sdk::ruma::events::room::message::MessageType;
     let mut mw = MatrixWorld::new("").await;
-    let ws = mw.w.home.path().join("workspace");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::write(ws.join("report.csv"), "month,total\nmay,42\n").unwrap();
-    mw.w.llm.push(support::fake_llm::Reply::tool_call(
+    std::fs::write(mw.w.workspace().join("report.csv"), "month,total\nmay,42\n").unwrap();
+    mw.w.llm.push(support::llm::Reply::tool_call(
         "send_file",
         serde_json::json!({"path": "report.csv", "caption": "the **numbers**"}),
     ));
-    mw.w.llm.push(support::fake_llm::Reply::text("Here it is."));
+    mw.w.llm.push(support::llm::Reply::text("Here it is."));
     let _d = mw.start().await;
     let alice = mw.person(&mw.alice).await;
     let room = alice.create_dm(&mw.bot, true).await;
     alice.wait_joined(&room, &mw.bot, WAIT).await;
     let room = alice.client.get_room(room.room_id()).unwrap();
     alice.say(&room, "the report please").await;
-    let seen = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    let seen = alice
+        .wait_from(&room, &mw.bot, 2, WAIT, || mw.w.logs())
+        .await;
     let file = seen
         .iter()
         .find(|s| s.content["msgtype"] == "m.file")

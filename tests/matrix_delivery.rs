@@ -10,16 +10,16 @@
 // matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
 #![recursion_limit = "256"]
 
-#[path = "support/matrix_world.rs"]
-mod matrix_world;
+#[path = "support/matrix/mod.rs"]
+mod matrix;
 mod support;
 
 use std::time::Duration;
 
-use matrix_world::{MatrixWorld, Synapse};
-use support::fake_llm::{Gate, Reply};
-
-const WAIT: Duration = Duration::from_secs(30);
+use matrix::{MatrixWorld, Synapse};
+use support::http::free_port;
+use support::llm::{Gate, Reply};
+use support::{LONG_WAIT, WAIT, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
@@ -29,7 +29,9 @@ async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
     let room = alice.create_dm(&mw.bot, true).await;
     alice.wait_joined(&room, &mw.bot, WAIT).await;
     alice.say(&room, "one").await;
-    alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     let device = std::fs::read_to_string(mw.w.home.path().join("matrix/session.json")).unwrap();
 
     daemon.kill();
@@ -37,35 +39,28 @@ async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
     alice.say(&room, "three, still away").await;
     let _daemon = mw.start().await;
     // Both messages reach the model (the core may take them in one turn: they arrive together).
-    let deadline = std::time::Instant::now() + WAIT;
     let seen_by_model = |text: &str| {
         mw.w.llm
             .requests()
             .iter()
             .any(|r| r.messages().iter().any(|m| m.to_string().contains(text)))
     };
-    while !(seen_by_model("two, while you were away") && seen_by_model("three, still away")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "skipped; logs:\n{}",
-            mw.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let both = || {
+        (seen_by_model("two, while you were away") && seen_by_model("three, still away"))
+            .then_some(())
+    };
+    let what = "both messages sent while it was down to reach the model";
+    wait_for(WAIT, what, both, || format!("logs:\n{}", mw.w.logs())).await;
     // A sentinel: once it is answered, nothing else is coming.
     alice.say(&room, "sentinel").await;
-    let deadline = std::time::Instant::now() + WAIT;
-    while !alice
-        .seen_from(&room, &mw.bot)
-        .iter()
-        .any(|a| a.body().contains("echo: sentinel"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no answer to the sentinel"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let answered = || {
+        let seen = alice.seen_from(&room, &mw.bot);
+        seen.iter()
+            .any(|a| a.body().contains("echo: sentinel"))
+            .then_some(())
+    };
+    let logs = || format!("logs:\n{}", mw.w.logs());
+    wait_for(WAIT, "the answer to the sentinel", answered, logs).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     // One answer per turn, none doubled, the sentinel last.
     let answers = alice.seen_from(&room, &mw.bot);
@@ -83,8 +78,8 @@ async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
     // The same device (and keys) after the restart: no second login.
     let after = std::fs::read_to_string(mw.w.home.path().join("matrix/session.json")).unwrap();
     assert_eq!(device, after);
-    assert_eq!(mw.logs().matches("matrix: new login").count(), 1);
-    assert_eq!(mw.logs().matches("matrix: session restored").count(), 1);
+    assert_eq!(mw.w.logs().matches("matrix: new login").count(), 1);
+    assert_eq!(mw.w.logs().matches("matrix: session restored").count(), 1);
     let devices = alice
         .client
         .encryption()
@@ -112,24 +107,19 @@ async fn killed_after_storing_before_answering_answers_exactly_once_after_restar
     assert!(alice.seen_from(&room, &mw.bot).is_empty());
 
     let _daemon = mw.start().await;
-    let answers = alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
     assert!(
         answers[0].body().contains("echo: remember me"),
         "{answers:?}"
     );
     alice.say(&room, "sentinel").await;
-    alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    alice
+        .wait_from(&room, &mw.bot, 2, WAIT, || mw.w.logs())
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(alice.seen_from(&room, &mw.bot).len(), 2);
-}
-
-/// A free port on 127.0.0.1 for a private Synapse.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,19 +141,23 @@ async fn a_homeserver_restart_is_survived() {
     let room = alice.create_dm(&mw.bot, false).await;
     alice.wait_joined(&room, &mw.bot, WAIT).await;
     alice.say(&room, "before the restart").await;
-    alice.wait_from(&room, &mw.bot, 1, WAIT, || mw.logs()).await;
+    alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
 
     let before = mw.connected_count();
     synapse.stop_private();
     tokio::time::sleep(Duration::from_secs(2)).await;
     Synapse::start_private(&shared.script, data.path(), port);
-    mw.wait_connected(before, Duration::from_secs(60)).await;
+    mw.wait_connected(before, LONG_WAIT).await;
     assert!(
-        mw.logs().contains("matrix: sync failed"),
+        mw.w.logs().contains("matrix: sync failed"),
         "the outage went unnoticed"
     );
     alice.say(&room, "after the restart").await;
-    let answers = alice.wait_from(&room, &mw.bot, 2, WAIT, || mw.logs()).await;
+    let answers = alice
+        .wait_from(&room, &mw.bot, 2, WAIT, || mw.w.logs())
+        .await;
     assert!(
         answers[1].body().contains("after the restart"),
         "{answers:?}"

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-
-const WAIT: Duration = Duration::from_secs(20);
+use support::llm::{Reply, reviewing};
+use support::{WAIT, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stable() {
@@ -23,11 +22,7 @@ async fn saved_memory_reaches_the_next_sessions_prompt_and_the_prefix_stays_stab
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "I'm Alice and I like tea");
     w.tg.wait_sent(1, WAIT).await;
-    let results: Vec<String> = w.llm.requests()[1]
-        .tool_results()
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
+    let results: Vec<String> = w.llm.requests()[1].tool_result_texts();
     assert!(results[0].starts_with("added"), "{results:?}");
     assert!(results[1].contains("over its limit of 60"), "{results:?}");
 
@@ -79,15 +74,7 @@ async fn session_search_finds_earlier_conversations_of_the_same_person_only() {
     w.llm.push(Reply::text("found it"));
     w.tg.private_text(ALICE, "Alice", "what was my zebra password?");
     w.tg.wait_sent(5, WAIT).await;
-    let results: Vec<String> = w
-        .llm
-        .requests()
-        .pop()
-        .unwrap()
-        .tool_results()
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
+    let results: Vec<String> = w.llm.requests().pop().unwrap().tool_result_texts();
     assert!(
         results[0].contains("the zebra password is Mango"),
         "{}",
@@ -104,11 +91,6 @@ async fn session_search_finds_earlier_conversations_of_the_same_person_only() {
         "operators typed by a user never error: {}",
         results[2]
     );
-}
-
-fn reviewing(req: &support::fake_llm::RecordedRequest) -> bool {
-    req.system_text()
-        .is_some_and(|s| s.starts_with("You review a conversation"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,14 +122,8 @@ async fn after_enough_tool_work_a_silent_review_saves_memory() {
     );
     w.tg.wait_sent(1, WAIT).await;
     let file = w.home.path().join("memory/telegram%3A111/USER.md");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !file.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the review saved nothing"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let saved = || file.exists().then_some(());
+    wait_for(WAIT, "the review to save the memory", saved, String::new).await;
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "Travels to Tokyo often\n"

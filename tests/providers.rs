@@ -13,7 +13,7 @@ use hermes::llm::{
     ProviderSettings, ToolCall, ToolSchema, build,
 };
 use serde_json::{Value, json};
-use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::llm::{FakeLlm, RecordedRequest, Reply};
 use tokio::sync::mpsc;
 
 const KEY: &str = "sk-test-0123456789abcdef";

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use support::daemon::World;
-use support::fake_llm::Reply;
-use support::fake_telegram::{Fault, SentMessage};
+use support::llm::Reply;
+use support::telegram::{Fault, SentMessage};
 
 /// A small xorshift generator; the seed is printed so a failing run can be replayed with
 /// `HERMES_TEST_SEED`.

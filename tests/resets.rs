@@ -3,12 +3,9 @@
 
 mod support;
 
-use std::time::Duration;
-
 use hermes::store::SqliteStore;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_starts_over_and_the_user_is_told() {
@@ -21,14 +18,7 @@ async fn an_idle_session_starts_over_and_the_user_is_told() {
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "still here");
     w.tg.wait_sent(2, WAIT).await;
-    assert_eq!(
-        w.llm.requests()[1]
-            .messages()
-            .iter()
-            .filter(|m| m["role"] == "user")
-            .count(),
-        2
-    );
+    assert_eq!(w.llm.requests()[1].user_texts().len(), 2);
 
     // Two hours pass without a message.
     let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
@@ -47,12 +37,7 @@ async fn an_idle_session_starts_over_and_the_user_is_told() {
     );
     assert_eq!(sent[3].visible_text, "echo: back again");
     let last = w.llm.requests().pop().unwrap();
-    let users: Vec<_> = last
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .cloned()
-        .collect();
+    let users = last.user_texts();
     assert_eq!(
         users.len(),
         1,

@@ -9,16 +9,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::Fault;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn workspace(w: &World) -> std::path::PathBuf {
-    let dir = w.home.path().join("workspace");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use support::llm::Reply;
+use support::telegram::Fault;
+use support::{WAIT, wait_for};
 
 fn png(len: usize) -> Vec<u8> {
     let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
@@ -29,7 +22,7 @@ fn png(len: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telegram_gets_a_document_and_a_photo_before_the_answer() {
     let mut w = World::new("").await;
-    let ws = workspace(&w);
+    let ws = w.workspace();
     std::fs::write(ws.join("report.csv"), "a,b\n1,2\n").unwrap();
     std::fs::write(ws.join("chart.png"), png(2048)).unwrap();
     w.llm.push(Reply::tool_calls(vec![
@@ -77,7 +70,7 @@ async fn telegram_gets_a_document_and_a_photo_before_the_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_upload_is_retried_and_arrives_once_even_if_the_original_is_gone() {
     let mut w = World::new("").await;
-    let ws = workspace(&w);
+    let ws = w.workspace();
     std::fs::write(ws.join("notes.txt"), "remember the milk").unwrap();
     w.tg.fail_next("senddocument", Fault::DropConnection);
     w.llm
@@ -89,14 +82,8 @@ async fn a_failed_upload_is_retried_and_arrives_once_even_if_the_original_is_gon
     // The original goes away before the retry: the outbox holds its own copy.
     std::fs::remove_file(ws.join("notes.txt")).unwrap();
     w.tg.wait_sent(1, WAIT).await;
-    let deadline = std::time::Instant::now() + WAIT;
-    while w.tg.sent_files().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the file never arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let arrived = || (!w.tg.sent_files().is_empty()).then_some(());
+    wait_for(WAIT, "the file", arrived, String::new).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let files = w.tg.sent_files();
     assert_eq!(files.len(), 1, "exactly once: {files:?}");
@@ -110,7 +97,7 @@ async fn a_failed_upload_is_retried_and_arrives_once_even_if_the_original_is_gon
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_large_and_missing_files_are_refused_with_a_reason() {
     let mut w = World::new("").await;
-    let ws = workspace(&w);
+    let ws = w.workspace();
     // Sparse: 60 MB on paper, nothing on disk.
     std::fs::File::create(ws.join("huge.bin"))
         .unwrap()
@@ -136,17 +123,17 @@ async fn too_large_and_missing_files_are_refused_with_a_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discord_gets_the_file_as_a_message_attachment() {
-    use support::discord_world::{self, ALICE as D_ALICE};
-    let (mut w, dc) = discord_world::world("").await;
-    std::fs::write(workspace(&w).join("plan.md"), "# Plan\n- step").unwrap();
+    use support::discord::{self, ALICE as D_ALICE};
+    let (mut w, dc) = discord::world("").await;
+    std::fs::write(w.workspace().join("plan.md"), "# Plan\n- step").unwrap();
     w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "plan.md", "caption": "your plan"}),
     ));
     w.llm.push(Reply::text("Attached."));
-    let daemon = discord_world::start(&mut w, &dc).await;
+    let daemon = discord::start(&mut w, &dc).await;
     dc.dm(D_ALICE, "Alice", "the plan please");
-    let sent = discord_world::wait_sent(&dc, &daemon, 2).await;
+    let sent = discord::wait_sent(&dc, &daemon, 2).await;
     assert_eq!(sent[0].files, vec![("plan.md".to_owned(), 13)]);
     assert_eq!(sent[0].content, "your plan");
     assert_eq!(sent[1].content, "Attached.");
@@ -155,10 +142,10 @@ async fn discord_gets_the_file_as_a_message_attachment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slack_shares_the_file_in_the_thread_with_its_comment() {
-    use support::fake_slack::{ALICE as S_ALICE, dm_channel};
-    use support::slack_world::{Mode, SlackWorld};
+    use support::slack::{ALICE as S_ALICE, dm_channel};
+    use support::slack::{Mode, SlackWorld};
     let mut sw = SlackWorld::new("", Mode::Socket).await;
-    std::fs::write(workspace(&sw.w).join("data.json"), r#"{"ok":true}"#).unwrap();
+    std::fs::write(sw.w.workspace().join("data.json"), r#"{"ok":true}"#).unwrap();
     sw.w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "data.json", "caption": "the *data*"}),
@@ -178,9 +165,9 @@ async fn slack_shares_the_file_in_the_thread_with_its_comment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn email_carries_the_file_as_an_attachment_in_the_thread() {
     use mail_parser::MimeHeaders;
-    use support::mail_world::{MailWorld, header};
+    use support::email::{MailWorld, header};
     let mut mw = MailWorld::new("").await;
-    std::fs::write(workspace(&mw.w).join("invoice.pdf"), b"%PDF-1.4 tiny").unwrap();
+    std::fs::write(mw.w.workspace().join("invoice.pdf"), b"%PDF-1.4 tiny").unwrap();
     mw.w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "invoice.pdf", "caption": "Your invoice."}),

@@ -8,8 +8,7 @@ use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
 use support::daemon::{ALICE, MALLORY, World};
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::{LONG_WAIT, WAIT};
 
 async fn get(url: &str) -> (u16, String) {
     let r = reqwest::get(url).await.expect("admin endpoint answers");
@@ -22,18 +21,6 @@ fn sample(metrics: &str, series: &str) -> Option<f64> {
         .lines()
         .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-async fn wait_log(daemon: &support::daemon::Daemon, needle: &str, count: usize) {
-    let deadline = Instant::now() + WAIT;
-    while daemon.log().matches(needle).count() < count {
-        assert!(
-            Instant::now() < deadline,
-            "`{needle}` not logged; log:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,7 +72,7 @@ async fn readiness_fails_while_the_platform_is_unreachable_and_status_says_why()
     let admin = w.admin_url().await;
     w.tg.fail_always(
         "getupdates",
-        Some(support::fake_telegram::Fault::ServerError(502)),
+        Some(support::telegram::Fault::ServerError(502)),
     );
     let deadline = Instant::now() + WAIT;
     let body = loop {
@@ -104,7 +91,7 @@ async fn readiness_fails_while_the_platform_is_unreachable_and_status_says_why()
     assert!(out.contains("NOT READY"), "{out}");
 
     w.tg.fail_always("getupdates", None);
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + LONG_WAIT;
     while get(&format!("{admin}/readyz")).await.0 != 200 {
         assert!(Instant::now() < deadline, "never ready again");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -135,7 +122,7 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     let polls = w.tg.calls_of("getupdates").len();
     std::fs::write(&config, "[gateway]\nallowed_users = [\"telegram:666\"]\n").unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reloaded", 1).await;
+    daemon.wait_log("configuration reloaded", 1, WAIT).await;
     assert!(
         daemon.log().contains("restarted=[] kept=[Telegram]"),
         "{}",
@@ -149,7 +136,9 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     // A broken file is refused whole; the running configuration stays.
     std::fs::write(&config, "[gateway\nallowed_users = []\n").unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reload refused", 1).await;
+    daemon
+        .wait_log("configuration reload refused", 1, WAIT)
+        .await;
     let (_, status) = get(&format!("{admin}/status")).await;
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     let why = status["reload_error"].as_str().unwrap();
@@ -164,7 +153,7 @@ async fn sighup_applies_a_good_file_refuses_a_broken_one_and_restarts_only_chang
     )
     .unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "configuration reloaded", 2).await;
+    daemon.wait_log("configuration reloaded", 2, WAIT).await;
     assert!(
         daemon.log().contains("restarted=[Telegram] kept=[]"),
         "{}",
@@ -193,7 +182,7 @@ async fn sighup_with_a_new_model_and_key_rebuilds_the_agent_for_the_next_turn() 
     )
     .unwrap();
     daemon.signal(libc::SIGHUP);
-    wait_log(&daemon, "the agent was rebuilt", 1).await;
+    daemon.wait_log("the agent was rebuilt", 1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "two");
     w.tg.wait_sent(2, WAIT).await;
 
@@ -270,7 +259,7 @@ async fn systemd_hears_ready_watchdog_reloading_and_stopping() {
     daemon.signal(libc::SIGHUP);
     notify.wait_for("RELOADING=1").await;
     notify.wait_for("READY=1").await;
-    let status = std::thread::spawn(move || daemon.terminate(Duration::from_secs(30)));
+    let status = std::thread::spawn(move || daemon.terminate(WAIT));
     notify.wait_for("STOPPING=1").await;
     assert!(status.join().unwrap().success());
 }
@@ -280,11 +269,7 @@ async fn json_logs_are_one_object_per_line() {
     let mut w = World::new("").await;
     w.set_env("HERMES_LOG", "info");
     let mut daemon = w.spawn(&["--log-format", "json", "gateway"]);
-    let deadline = Instant::now() + WAIT;
-    while !daemon.log().contains("gateway running") {
-        assert!(Instant::now() < deadline, "{}", daemon.log());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    daemon.wait_log("gateway running", 1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "a secret plan");
     w.tg.wait_sent(1, WAIT).await;
     daemon.terminate(WAIT);

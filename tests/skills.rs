@@ -8,14 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{RecordedRequest, Reply};
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn reviewing(req: &RecordedRequest) -> bool {
-    req.system_text()
-        .is_some_and(|s| s.starts_with("You review a conversation"))
-}
+use support::llm::{Reply, reviewing};
+use support::{WAIT, wait_for};
 
 const NEW_SKILL: &str = "---\nname: tokyo-time\ndescription: Find the current time in Tokyo and say whether it is a good time to call.\n---\n\n1. Call current_time with timezone Asia/Tokyo.\n2. Between 09:00 and 21:00 it is fine to call.\n";
 
@@ -123,14 +117,8 @@ async fn a_long_task_is_followed_by_a_silent_review_that_saves_a_skill() {
     );
 
     let file = w.home.path().join("skills/tokyo-time/SKILL.md");
-    let deadline = std::time::Instant::now() + WAIT;
-    while !file.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the review saved no skill"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let saved = || file.exists().then_some(());
+    wait_for(WAIT, "the review to save the skill", saved, String::new).await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), NEW_SKILL);
     let (status, stdout, _) = w.run(&["skills", "validate"]);
     assert!(status.success(), "{stdout}");

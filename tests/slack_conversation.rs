@@ -7,13 +7,12 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::fake_llm::{RecordedRequest, Reply};
-use support::fake_slack::{
+use support::llm::Reply;
+use support::slack::{
     ALICE, BOB, CHANNEL, MALLORY, Posted, SIGNING_SECRET, dm_channel, now_unix, sign,
 };
-use support::slack_world::{Mode, SlackWorld};
-
-const WAIT: Duration = Duration::from_secs(20);
+use support::slack::{Mode, SlackWorld};
+use support::{Buttons, WAIT};
 
 /// Deliver an event callback the way the mode does it.
 async fn deliver(sw: &SlackWorld, cb: &serde_json::Value) {
@@ -60,8 +59,8 @@ async fn dm_is_answered(mode: Mode) {
     let log = daemon.log();
     assert!(log.contains("Slack connected"), "{log}");
     for secret in [
-        support::fake_slack::BOT_TOKEN,
-        support::fake_slack::APP_TOKEN,
+        support::slack::BOT_TOKEN,
+        support::slack::APP_TOKEN,
         SIGNING_SECRET,
     ] {
         assert!(!log.contains(secret), "a secret reached the log");
@@ -76,14 +75,6 @@ async fn socket_mode_direct_message_is_answered_with_slack_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_api_direct_message_is_answered_with_slack_alone() {
     dm_is_answered(Mode::Events).await;
-}
-
-fn user_texts(req: &RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 async fn mention_is_answered_in_its_thread(mode: Mode) {
@@ -110,8 +101,8 @@ async fn mention_is_answered_in_its_thread(mode: Mode) {
     assert_eq!(posted[1].thread_ts.as_deref(), Some(ts.as_str()));
     let reqs = sw.w.llm.requests();
     assert_eq!(reqs.len(), 2, "chatter outside the thread reaches no model");
-    assert!(!user_texts(&reqs[0]).iter().any(|t| t.contains("lunch")));
-    let seen = user_texts(&reqs[1]);
+    assert!(!reqs[0].user_texts().iter().any(|t| t.contains("lunch")));
+    let seen = reqs[1].user_texts();
     assert_eq!(
         seen,
         ["Alice: what do you think", "Bob: and what about tomorrow?"],
@@ -218,7 +209,7 @@ async fn events_api_rejects_bad_signatures_and_stale_timestamps_and_dedupes_retr
         2,
         "the forged and stale requests stored nothing"
     );
-    assert!(!user_texts(&reqs[0]).iter().any(|t| t.contains("forged")));
+    assert!(!reqs[0].user_texts().iter().any(|t| t.contains("forged")));
 }
 
 async fn approval_only_from_the_asked_user(mode: Mode) {
@@ -240,11 +231,7 @@ async fn approval_only_from_the_asked_user(mode: Mode) {
     assert_eq!(request.thread_ts.as_deref(), Some(ts.as_str()));
     let buttons = request.buttons();
     assert_eq!(buttons.len(), 4, "{buttons:?}");
-    let allow = buttons
-        .iter()
-        .find(|(label, _)| label.contains("Allow once"))
-        .map(|(_, v)| v.clone())
-        .expect("an Allow once button");
+    let allow = request.button("Allow once");
     // Bob may talk to the bot, but his press does not answer Alice's request.
     press(&sw, BOB, &request, &allow).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -7,11 +7,11 @@ mod support;
 
 use std::time::Duration;
 
-use support::fake_llm::{Gate, Reply};
-use support::fake_slack::{ALICE, Fault, dm_channel};
-use support::slack_world::{Mode, SlackWorld};
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::WAIT;
+use support::chat::assert_in_order;
+use support::llm::{Gate, PNG, PNG_DATA_URL, Reply};
+use support::slack::{ALICE, Fault, dm_channel};
+use support::slack::{Mode, SlackWorld};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
@@ -74,13 +74,7 @@ async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
         .map(|m| m.text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    let mut from = 0;
-    for line in &code {
-        let at = all[from..]
-            .find(line.trim())
-            .unwrap_or_else(|| panic!("missing code line {line}"));
-        from += at + line.trim().len();
-    }
+    assert_in_order(&all, &code);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,7 +172,6 @@ async fn killed_mid_turn_answers_exactly_once_after_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
-    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
     let mut sw = SlackWorld::new("[llm]\nvision = true\n", Mode::Socket).await;
     let url = sw.slack.add_file("cat.png", PNG.to_vec());
     let _daemon = sw.start().await;
@@ -189,13 +182,8 @@ async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
     sw.slack.envelope("events_api", cb);
     sw.slack.wait_posted(1, WAIT).await;
     let req = sw.w.llm.requests().pop().unwrap();
-    let parts = req.last_user_parts();
-    let image = parts
-        .iter()
-        .find(|p| p["type"] == "image_url")
+    let url = req
+        .image_url()
         .expect("an image part (the fake serves files to the bot token only)");
-    assert_eq!(
-        image["image_url"]["url"],
-        "data:image/png;base64,iVBORw0KGgoBAgME"
-    );
+    assert_eq!(url, PNG_DATA_URL);
 }

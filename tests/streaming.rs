@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::Fault;
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::llm::Reply;
+use support::telegram::Fault;
+use support::{WAIT, wait_for};
 
 fn answer() -> String {
     (1..=30)
@@ -22,22 +21,15 @@ fn answer() -> String {
 
 /// Wait until the chat shows `text` in message `id` (an edit or the original send).
 async fn wait_shown(w: &World, id: i64, text: &str) {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let last =
-            w.tg.edits()
-                .into_iter()
-                .rfind(|e| e.message_id == id)
-                .map(|e| e.visible_text);
-        if last.as_deref() == Some(text) {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "message {id} never showed the answer; last: {last:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let last = || {
+        w.tg.edits()
+            .into_iter()
+            .rfind(|e| e.message_id == id)
+            .map(|e| e.visible_text)
+    };
+    let shown = || (last().as_deref() == Some(text)).then_some(());
+    let what = format!("message {id} to show the answer");
+    wait_for(WAIT, &what, shown, || format!("last: {:?}", last())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

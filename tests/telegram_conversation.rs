@@ -3,22 +3,11 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, BOB, GROUP, MALLORY, World};
-use support::fake_llm::{Gate, Reply};
-use support::fake_telegram::visible;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn user_texts(req: &support::fake_llm::RecordedRequest) -> Vec<String> {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
+use support::llm::{Gate, Reply};
+use support::telegram::visible;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_message_is_answered_in_its_chat() {
@@ -70,7 +59,7 @@ async fn group_message_without_mention_gets_no_reply_and_no_llm_call() {
     assert!(sent[0].reply_to.is_some());
     let reqs = w.llm.requests();
     assert_eq!(reqs.len(), 1, "only the mention reaches the model");
-    assert!(!user_texts(&reqs[0]).iter().any(|t| t.contains("lunch")));
+    assert!(!reqs[0].user_texts().iter().any(|t| t.contains("lunch")));
     assert!(reqs[0].system_text().unwrap().contains("group chat"));
 }
 
@@ -167,7 +156,7 @@ async fn quick_messages_are_answered_in_order_in_queue_mode() {
     let reqs = w.llm.requests();
     assert_eq!(reqs.len(), 3);
     // Each turn sees the earlier ones.
-    assert_eq!(user_texts(&reqs[2]), ["one", "two", "three"]);
+    assert_eq!(reqs[2].user_texts(), ["one", "two", "three"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,7 +178,7 @@ async fn messages_arriving_mid_turn_interrupt_it_and_none_is_dropped() {
     assert_ne!(sent[0].visible_text, "stale answer to one");
     // Whatever the interleaving, the answering turn saw all three messages, in order.
     let last = w.llm.requests().pop().unwrap();
-    assert_eq!(user_texts(&last), ["one", "two", "three"]);
+    assert_eq!(last.user_texts(), ["one", "two", "three"]);
     first.open();
     w.tg.private_text(ALICE, "Alice", "sentinel");
     let sent = w.tg.wait_sent(2, WAIT).await;
@@ -259,7 +248,7 @@ async fn history_survives_a_restart_and_new_starts_over() {
     w.tg.wait_sent(2, WAIT).await;
     let reqs = w.llm.requests();
     assert_eq!(
-        user_texts(&reqs[1]),
+        reqs[1].user_texts(),
         ["my name is Alice", "what is my name?"]
     );
     w.tg.private_text(ALICE, "Alice", "/new");
@@ -271,7 +260,7 @@ async fn history_survives_a_restart_and_new_starts_over() {
     );
     w.tg.private_text(ALICE, "Alice", "fresh start");
     w.tg.wait_sent(4, WAIT).await;
-    assert_eq!(user_texts(&w.llm.requests()[2]), ["fresh start"]);
+    assert_eq!(w.llm.requests()[2].user_texts(), ["fresh start"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

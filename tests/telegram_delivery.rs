@@ -6,12 +6,12 @@ mod support;
 
 use std::time::Duration;
 
+use support::WAIT;
+use support::chat::assert_in_order;
 use support::daemon::{ALICE, World};
-use support::fake_llm::Reply;
-use support::fake_telegram::{Fault, visible};
-use support::telegram_html::utf16_len;
-
-const WAIT: Duration = Duration::from_secs(30);
+use support::llm::Reply;
+use support::telegram::utf16_len;
+use support::telegram::{Fault, visible};
 
 /// A 10,000-character answer: prose, a long code block, more prose.
 fn long_answer() -> (String, Vec<String>) {
@@ -81,13 +81,7 @@ async fn a_long_answer_arrives_in_chunks_under_the_limit_with_code_intact() {
         .map(|m| m.visible_text.as_str())
         .collect::<Vec<_>>()
         .join("\n");
-    let mut from = 0;
-    for line in &code {
-        let at = all[from..]
-            .find(line.trim())
-            .unwrap_or_else(|| panic!("missing code line {line}"));
-        from += at + line.trim().len();
-    }
+    assert_in_order(&all, &code);
     let code_chunks: Vec<_> = sent.iter().filter(|m| m.text.contains("value_0")).collect();
     assert!(code_chunks.iter().all(|m| m.text.contains("<pre>")));
 }
@@ -208,7 +202,7 @@ async fn during_a_provider_outage_messages_wait_and_are_answered_after_it_with_o
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "are you there?");
     // Two turns fail (two calls each); the third, 5 s later, gets through.
-    let sent = w.tg.wait_sent(2, Duration::from_secs(30)).await;
+    let sent = w.tg.wait_sent(2, WAIT).await;
     assert!(
         sent[0].visible_text.starts_with("⏳"),
         "{}",

@@ -13,9 +13,10 @@ use hermes::llm::OpenAiProvider;
 use hermes::store::Store;
 use hermes_adapter::Platform;
 use hermes_telegram::{TelegramAdapter, TelegramSettings};
+use support::WAIT;
 use support::daemon::{ALICE, TOKEN};
-use support::fake_llm::FakeLlm;
-use support::fake_telegram::{FakeTelegram, Fault};
+use support::llm::FakeLlm;
+use support::telegram::{FakeTelegram, Fault};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,9 +56,7 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(gateway.run(shutdown.clone()));
 
-    let polls = tg
-        .wait_calls("getupdates", 2, Duration::from_secs(20))
-        .await;
+    let polls = tg.wait_calls("getupdates", 2, WAIT).await;
     assert_eq!(polls[0].status, 409);
     let waited = polls[1].at.duration_since(polls[0].at);
     assert!(
@@ -70,7 +69,7 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
     assert!(h.last_error.unwrap_or_default().contains("conflict"));
 
     tg.private_text(ALICE, "Alice", "still there?");
-    let sent = tg.wait_sent(1, Duration::from_secs(20)).await;
+    let sent = tg.wait_sent(1, WAIT).await;
     assert_eq!(sent[0].visible_text, "echo: still there?");
     assert_eq!(health.snapshot()[0].1.state, ListenerState::Up);
     shutdown.cancel();

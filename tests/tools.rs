@@ -9,15 +9,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::get;
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-use support::fake_llm::{RecordedRequest, Reply};
+use support::llm::Reply;
 use tokio::sync::Barrier;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn results_of(req: &RecordedRequest) -> Vec<String> {
-    req.tool_results().into_iter().map(|(_, t)| t).collect()
-}
 
 /// A page server where each request waits (up to 5 s) for a second one to arrive: the page
 /// says whether it was fetched together with another.
@@ -54,7 +49,7 @@ async fn two_parallel_safe_calls_run_concurrently() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "read both pages");
     w.tg.wait_sent(1, WAIT).await;
-    let results = results_of(&w.llm.requests()[1]);
+    let results = w.llm.requests()[1].tool_result_texts();
     assert_eq!(results.len(), 2);
     for r in &results {
         assert!(r.contains("fetched together"), "{r}");
@@ -74,7 +69,7 @@ async fn private_addresses_are_refused_by_default() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "read my router page");
     w.tg.wait_sent(1, WAIT).await;
-    let results = results_of(&w.llm.requests()[1]);
+    let results = w.llm.requests()[1].tool_result_texts();
     assert!(results[0].starts_with("error:"), "{}", results[0]);
     assert!(
         results[0].contains("loopback") || results[0].contains("private"),
@@ -103,7 +98,7 @@ async fn writes_to_one_file_run_in_order_inside_the_workspace() {
     w.tg.wait_sent(1, WAIT).await;
     let written = std::fs::read_to_string(w.home.path().join("workspace/notes/todo.txt")).unwrap();
     assert_eq!(written, "two\n");
-    let results = results_of(&w.llm.requests()[1]);
+    let results = w.llm.requests()[1].tool_result_texts();
     assert!(!results[0].starts_with("error"), "{}", results[0]);
     assert!(!results[1].starts_with("error"), "{}", results[1]);
     assert!(
@@ -131,5 +126,5 @@ async fn delegate_task_returns_the_subagents_summary() {
     assert!(sub.system_text().unwrap().contains("subagent"));
     assert!(sub.last_user_text().unwrap().contains("it is 42"));
     assert!(!sub.tool_names().contains(&"delegate_task".to_owned()));
-    assert!(results_of(&reqs[2])[0].contains("The answer is 42."));
+    assert!(reqs[2].tool_result_texts()[0].contains("The answer is 42."));
 }

@@ -4,13 +4,10 @@
 
 mod support;
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
-
-const WAIT: Duration = Duration::from_secs(20);
-const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4];
+use support::llm::{PNG, PNG_DATA_URL};
 
 fn photo_update(w: &World, caption: &str) {
     w.tg.add_file("photo-1", PNG.to_vec());
@@ -38,14 +35,7 @@ async fn a_photo_reaches_a_vision_model_as_an_image() {
             .unwrap()
             .starts_with("what is in this picture?")
     );
-    let image: &Value = parts
-        .iter()
-        .find(|p| p["type"] == "image_url")
-        .expect("an image part");
-    assert_eq!(
-        image["image_url"]["url"],
-        "data:image/png;base64,iVBORw0KGgoBAgME"
-    );
+    assert_eq!(req.image_url().expect("an image part"), PNG_DATA_URL);
 
     // The next turn's request carries only text: images go with the turn that received them.
     w.tg.private_text(ALICE, "Alice", "thanks");

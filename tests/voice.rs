@@ -5,12 +5,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::json;
+use support::WAIT;
 use support::daemon::{ALICE, World};
 
-const WAIT: Duration = Duration::from_secs(20);
 /// An Ogg page header followed by filler: the fake does not decode audio.
 const OGG: &[u8] = b"OggS\x00\x02fake opus voice note";
 

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::load::rss_kib;
 use crate::support::daemon::{Daemon, TOKEN, World};
-use crate::support::fake_discord::FakeDiscord;
-use crate::support::fake_slack::{self, FakeSlack};
-use crate::support::mail_world::{ENV_FILE, MailWorld};
+use crate::support::discord::FakeDiscord;
+use crate::support::email::{ENV_FILE, MailWorld};
+use crate::support::slack::{self as fake_slack, FakeSlack};
 use crate::sut::{self, Running, Target};
 
 /// Startup figures, milliseconds (median of several fresh starts).

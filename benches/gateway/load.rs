@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use crate::support::fake_telegram::FakeTelegram;
+use crate::support::telegram::FakeTelegram;
 
 /// One load scenario.
 #[derive(Clone, Debug)]

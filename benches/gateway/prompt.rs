@@ -63,7 +63,7 @@ pub async fn conversation(target: Target, opts: &crate::Options) -> Result<Conve
         // Let auxiliary calls made right after the answer (titles, reviews) arrive.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let reqs = w.llm.requests()[before..].to_vec();
-        let size = |r: &crate::support::fake_llm::RecordedRequest| {
+        let size = |r: &crate::support::llm::RecordedRequest| {
             serde_json::to_string(&r.body).map(|s| s.len()).unwrap_or(0)
         };
         let main = reqs

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::daemon::{Daemon, TOKEN, World};
-use crate::support::fake_llm::Reply;
+use crate::support::llm::Reply;
 
 /// Which system answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::fake_llm::FakeLlm;
-use super::fake_telegram::FakeTelegram;
+use super::llm::FakeLlm;
+use super::telegram::FakeTelegram;
+use super::wait::{WAIT, wait_for};
 
 pub const TOKEN: &str = "123456:TEST-token-abcdef";
 /// Users on the Telegram allowlist of every test daemon.
@@ -65,50 +66,76 @@ impl World {
 
     /// Start `hermes gateway` and wait until `ready` says its platform is connected.
     pub async fn start_when(&mut self, what: &str, ready: impl Fn() -> bool) -> Daemon {
-        self.runs += 1;
-        let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !ready() {
-            assert!(
-                Instant::now() < deadline,
-                "daemon never became ready ({what}); log:\n{}",
-                daemon.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let daemon = self.spawn(&["gateway"]);
+        let what = format!("the daemon to be ready ({what})");
+        wait_for(WAIT, &what, || ready().then_some(()), || log_of(&daemon)).await;
         daemon
     }
 
     /// Start `hermes gateway` and wait until it polls Telegram.
     pub async fn start(&mut self) -> Daemon {
         let polls_before = self.tg.calls_of("getupdates").len();
-        self.runs += 1;
-        let daemon = Daemon::spawn(self.home.path(), &self.env, &["gateway"], self.runs);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.tg.calls_of("getupdates").len() <= polls_before {
-            assert!(
-                Instant::now() < deadline,
-                "daemon did not start polling; log:\n{}",
-                daemon.log()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        daemon
+        let tg = self.tg.clone();
+        self.start_when("polling Telegram", move || {
+            tg.calls_of("getupdates").len() > polls_before
+        })
+        .await
+    }
+
+    /// Start `hermes gateway` and wait until its log shows `needle` once more than before
+    /// (a platform that says in the log when it is connected).
+    pub async fn start_logging(&mut self, needle: &str) -> Daemon {
+        let before = self.logged(needle);
+        let home = self.home.path().to_path_buf();
+        self.start_when(needle, move || count_in_logs(&home, needle) > before)
+            .await
     }
 
     /// The running daemon's admin endpoint (`http://127.0.0.1:PORT`), once it is listening.
     pub async fn admin_url(&self) -> String {
         let file = self.home.path().join("admin.addr");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(addr) = std::fs::read_to_string(&file)
-                && !addr.trim().is_empty()
-            {
-                return format!("http://{}", addr.trim());
-            }
-            assert!(Instant::now() < deadline, "no admin endpoint");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let addr = wait_for(
+            WAIT,
+            "the admin endpoint",
+            || {
+                let addr = std::fs::read_to_string(&file).ok()?;
+                (!addr.trim().is_empty()).then(|| addr.trim().to_owned())
+            },
+            || self.logs(),
+        )
+        .await;
+        format!("http://{addr}")
+    }
+
+    /// The agent's workspace (`$HERMES_HOME/workspace`), created if missing.
+    pub fn workspace(&self) -> PathBuf {
+        let dir = self.home.path().join("workspace");
+        std::fs::create_dir_all(&dir).expect("create the workspace");
+        dir
+    }
+
+    /// Every daemon log of this world (one per start), oldest first, concatenated.
+    pub fn logs(&self) -> String {
+        let mut names: Vec<_> = daemon_logs(self.home.path()).collect();
+        names.sort();
+        names
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n---- restart ----\n")
+    }
+
+    /// How many times `needle` appears in this world's daemon logs, over every start.
+    pub fn logged(&self, needle: &str) -> usize {
+        count_in_logs(self.home.path(), needle)
+    }
+
+    /// Wait until the logs show `needle` more than `before` times (e.g. another connection
+    /// after an outage).
+    pub async fn wait_logged(&self, needle: &str, before: usize, timeout: Duration) {
+        let what = format!("`{needle}` in the log more than {before} time(s)");
+        let check = || (self.logged(needle) > before).then_some(());
+        wait_for(timeout, &what, check, || format!("logs:\n{}", self.logs())).await;
     }
 
     /// Start `hermes <args>` in the background (e.g. with global flags before `gateway`).
@@ -128,6 +155,47 @@ impl World {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
+}
+
+/// The log files (`daemon-N.log`) of every daemon started in `home`.
+fn daemon_logs(home: &Path) -> impl Iterator<Item = PathBuf> {
+    let entries = std::fs::read_dir(home).into_iter().flatten().flatten();
+    entries.map(|e| e.path()).filter(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("daemon-"))
+    })
+}
+
+fn count_in_logs(home: &Path, needle: &str) -> usize {
+    daemon_logs(home)
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .matches(needle)
+                .count()
+        })
+        .sum()
+}
+
+fn log_of(daemon: &Daemon) -> String {
+    format!("log:\n{}", daemon.log())
+}
+
+/// A name no other world uses, in this run or an earlier one: `tag`, this process, the time
+/// and a counter (accounts on the shared mail servers and Synapse).
+pub fn unique(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000_000;
+    format!(
+        "{tag}{}x{t}x{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The binary under test: this build's, or `HERMES_TEST_BIN` (to measure a release build).
@@ -192,6 +260,13 @@ impl Daemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Wait until this daemon's log shows `needle` at least `count` times.
+    pub async fn wait_log(&self, needle: &str, count: usize, timeout: Duration) {
+        let what = format!("`{needle}` in the log {count} time(s)");
+        let check = || (self.log().matches(needle).count() >= count).then_some(());
+        wait_for(timeout, &what, check, || log_of(self)).await;
     }
 
     /// Send `signal` (e.g. `libc::SIGHUP`).

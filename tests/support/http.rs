@@ -1,14 +1,15 @@
 //! HTTP plumbing shared by the fake servers: an axum listener whose connections a handler can
 //! kill (closed without a response, as a dropped connection looks to the client) or pace (SSE
 //! events written one at a time with a delay, optionally cut off after N events), request
-//! parameter decoding (query, form-urlencoded, multipart), and a polling wait helper.
+//! parameter decoding (query, form-urlencoded, multipart), and free ports for servers tests
+//! start.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::connect_info::Connected;
@@ -32,6 +33,15 @@ pub async fn serve(app: Router, name: &'static str) -> u16 {
         }
     });
     port
+}
+
+/// A port on 127.0.0.1 that was free a moment ago, for a server that binds it itself (the
+/// daemon's Events API listener, a private Dovecot or Synapse).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// Control over one accepted connection (the handler's `ConnectInfo`).
@@ -184,29 +194,6 @@ impl AsyncWrite for CtlIo {
             ready!(self.as_mut().poll_flush(cx))?;
         }
         Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// Polls `check` every 10 ms until it returns `Some`; after `timeout` panics with `what` and
-/// the output of `describe`.
-pub async fn wait_for<T>(
-    timeout: Duration,
-    what: &str,
-    mut check: impl FnMut() -> Option<T>,
-    describe: impl Fn() -> String,
-) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        if Instant::now() >= deadline {
-            panic!(
-                "timed out after {timeout:?} waiting for {what}\n{}",
-                describe()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -3,10 +3,9 @@
 
 use std::time::Duration;
 
-use super::daemon::{Daemon, World};
-use super::fake_slack::{
-    ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET,
-};
+use super::{ALICE, APP_TOKEN, BOB, BOT_TOKEN, EventsClient, FakeSlack, SIGNING_SECRET};
+use crate::support::daemon::{Daemon, World};
+use crate::support::http::free_port;
 
 /// How the daemon receives Slack events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,13 +21,6 @@ pub struct SlackWorld {
     pub mode: Mode,
     /// Where the daemon's Events API listener is (Events mode).
     pub listen: String,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 impl SlackWorld {

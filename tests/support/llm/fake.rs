@@ -1,7 +1,7 @@
 //! Fake LLM provider (axum) for integration tests: OpenAI-compatible `POST /v1/chat/completions`
 //! and Anthropic `POST /v1/messages`, plain JSON or SSE streaming, scripted replies (text, tool
 //! calls, errors, delays, gates), recording of every request. Response bodies are built in
-//! `llm_wire`.
+//! `wire`.
 //!
 //! Both endpoints reject what the real APIs reject and agents get wrong: a missing `model` /
 //! `messages` (and `max_tokens` for Anthropic), and tool-call transcripts where a tool call has
@@ -21,8 +21,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::fake_http::{self, ConnCtl};
-use super::llm_wire::{self, Api};
+use super::RecordedRequest;
+use super::wire::{self, Api};
+use crate::support::http::{self, ConnCtl};
+use crate::support::wait_for;
 
 /// A one-shot latch: replies gated on it wait (in flight) until `open()` is called.
 #[derive(Clone, Debug)]
@@ -163,114 +165,6 @@ impl Reply {
     }
 }
 
-/// One request as received.
-#[derive(Clone, Debug)]
-pub struct RecordedRequest {
-    pub path: String,
-    /// Lower-cased header names.
-    pub headers: BTreeMap<String, String>,
-    /// The parsed JSON body (`Value::String` with the raw text if it was not JSON).
-    pub body: Value,
-    pub at: Instant,
-}
-
-/// Text of a `content` that is a string or an array of text parts/blocks.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => {
-            let texts = parts.iter().filter(|p| p["type"] == "text");
-            texts
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
-        _ => String::new(),
-    }
-}
-
-impl RecordedRequest {
-    pub fn is_anthropic(&self) -> bool {
-        self.path.ends_with("/messages")
-    }
-    pub fn is_stream(&self) -> bool {
-        self.body["stream"] == true
-    }
-    pub fn model(&self) -> Option<&str> {
-        self.body["model"].as_str()
-    }
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .map(String::as_str)
-    }
-    /// The content parts (text, images) of the last user message.
-    pub fn last_user_parts(&self) -> Vec<Value> {
-        let user = self
-            .messages()
-            .into_iter()
-            .rfind(|m| m["role"] == "user")
-            .expect("a user message");
-        user["content"].as_array().expect("content parts").clone()
-    }
-    pub fn messages(&self) -> Vec<Value> {
-        self.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-    pub fn tools(&self) -> Vec<Value> {
-        self.body["tools"].as_array().cloned().unwrap_or_default()
-    }
-    /// Tool names from OpenAI (`function.name`) or Anthropic (`name`) tool definitions.
-    pub fn tool_names(&self) -> Vec<String> {
-        let name = |t: &Value| {
-            t["function"]["name"]
-                .as_str()
-                .or(t["name"].as_str())
-                .map(str::to_string)
-        };
-        self.tools().iter().filter_map(name).collect()
-    }
-    /// Text of the last user message that has text (tool-result-only messages are skipped).
-    pub fn last_user_text(&self) -> Option<String> {
-        let msgs = self.messages();
-        let users = msgs.iter().rev().filter(|m| m["role"] == "user");
-        users
-            .map(|m| content_text(&m["content"]))
-            .find(|t| !t.is_empty())
-    }
-    /// The system prompt: Anthropic `system` or OpenAI `system`/`developer` messages.
-    pub fn system_text(&self) -> Option<String> {
-        if !self.body["system"].is_null() {
-            return Some(content_text(&self.body["system"]));
-        }
-        let msgs = self.messages();
-        let sys = msgs
-            .iter()
-            .filter(|m| m["role"] == "system" || m["role"] == "developer");
-        let text: Vec<String> = sys.map(|m| content_text(&m["content"])).collect();
-        (!text.is_empty()).then(|| text.join("\n"))
-    }
-    /// `(tool call id, result text)` for every tool result sent back to the model.
-    pub fn tool_results(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for m in self.messages() {
-            if m["role"] == "tool" {
-                let id = m["tool_call_id"].as_str().unwrap_or("").to_string();
-                out.push((id, content_text(&m["content"])));
-            }
-            for b in m["content"].as_array().into_iter().flatten() {
-                if b["type"] == "tool_result" {
-                    let id = b["tool_use_id"].as_str().unwrap_or("").to_string();
-                    out.push((id, content_text(&b["content"])));
-                }
-            }
-        }
-        out
-    }
-}
-
 type Responder = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
 
 pub(super) struct St {
@@ -346,7 +240,7 @@ impl FakeLlm {
             tool_ids: AtomicU64::new(0),
         });
         let app = Router::new().fallback(handle).with_state(inner.clone());
-        let port = fake_http::serve(app, "fake llm").await;
+        let port = http::serve(app, "fake llm").await;
         FakeLlm { inner, port }
     }
 
@@ -416,7 +310,7 @@ impl FakeLlm {
             let st = self.inner.st();
             (st.requests.len() >= n).then(|| st.requests.clone())
         };
-        fake_http::wait_for(timeout, &what, check, || self.describe()).await
+        wait_for(timeout, &what, check, || self.describe()).await
     }
 
     /// Waits until a request matching `pred` arrived (`what` names it on timeout).
@@ -427,7 +321,7 @@ impl FakeLlm {
         pred: impl Fn(&RecordedRequest) -> bool,
     ) -> RecordedRequest {
         let check = || self.inner.st().requests.iter().find(|r| pred(r)).cloned();
-        fake_http::wait_for(timeout, what, check, || self.describe()).await
+        wait_for(timeout, what, check, || self.describe()).await
     }
 
     fn describe(&self) -> String {
@@ -472,9 +366,9 @@ async fn handle(
         ("POST", "/v1/chat/completions") => Api::OpenAi,
         ("POST", "/v1/messages") => Api::Anthropic,
         ("GET", "/v1/models") => {
-            return llm_wire::models(headers.contains_key("anthropic-version"));
+            return wire::models(headers.contains_key("anthropic-version"));
         }
-        _ => return llm_wire::not_found(&method, &path),
+        _ => return wire::not_found(&method, &path),
     };
     let _guard = {
         let mut st = inner.st();
@@ -506,12 +400,8 @@ async fn handle(
         let mut st = inner.st();
         st.requests.push(req.clone());
         let rejection = match parsed {
-            Err(e) => Some(llm_wire::invalid(
-                api,
-                400,
-                &format!("invalid JSON body: {e}"),
-            )),
-            Ok(_) => llm_wire::check_request(api, &req, st.api_key.as_deref()),
+            Err(e) => Some(wire::invalid(api, 400, &format!("invalid JSON body: {e}"))),
+            Ok(_) => wire::check_request(api, &req, st.api_key.as_deref()),
         };
         let reply = match rejection {
             Some(_) => None,
@@ -533,7 +423,7 @@ async fn handle(
     if let Some(d) = reply.delay {
         tokio::time::sleep(d).await;
     }
-    llm_wire::render(&inner, api, &req, &reply, &conn)
+    wire::render(&inner, api, &req, &reply, &conn)
 }
 
 /// `POST /v1/audio/transcriptions`: a multipart form with the recording as `file`.
@@ -543,7 +433,7 @@ fn transcribe(inner: &Inner, headers: &HeaderMap, body: &[u8]) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
     let mut form = serde_json::Map::new();
-    fake_http::parse_multipart(ct, body, &mut form);
+    http::parse_multipart(ct, body, &mut form);
     let mut st = inner.st();
     st.transcriptions.push(Transcription {
         model: form["model"].as_str().unwrap_or_default().to_owned(),

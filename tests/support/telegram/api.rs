@@ -1,4 +1,4 @@
-//! Bot API method implementations and request handling behind `fake_telegram::FakeTelegram`:
+//! Bot API method implementations and request handling behind `fake::FakeTelegram`:
 //! state, parameter decoding, fault injection, the `getUpdates` long poll and the send/edit
 //! checks Telegram performs.
 
@@ -13,11 +13,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
-use super::fake_http::{ConnCtl, parse_multipart, parse_pairs, pct_decode};
-use super::fake_telegram::{
+use super::fake::{
     BOT_ID, BOT_USERNAME, Call, CallbackAnswer, ChatAction, Fault, Inbound, SentFile, SentMessage,
 };
-use super::telegram_html::{utf16_len, visible_text};
+use super::html::{utf16_len, visible_text};
+use crate::support::http::{ConnCtl, parse_multipart, parse_pairs, pct_decode};
 
 const CONFLICT: &str = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
 const DEFAULT_EXCLUDED: &[&str] = &["chat_member", "message_reaction", "message_reaction_count"];

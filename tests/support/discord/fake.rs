@@ -1,7 +1,7 @@
 //! Fake Discord for integration tests: the gateway websocket v10 (HELLO, IDENTIFY -> READY,
 //! HEARTBEAT/ACK, RESUME -> replay + RESUMED, INVALID_SESSION, sequence numbers) with control
 //! calls to inject MESSAGE_CREATE / INTERACTION_CREATE, redeliver an event, and drop the
-//! connection; the REST calls live in `discord_api`.
+//! connection; the REST calls live in `api`.
 //!
 //! Deviations from the real service, on purpose: one shard and one session at a time; events
 //! dispatched while no connection is live are kept for a RESUME (as Discord does) but not
@@ -20,11 +20,12 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::discord_api::{
+use super::api::{
     self, APPLICATION_ID, BOT_ID, CHANNEL, GUILD, St, bot_user, lock, member, message, snowflake,
     text_channel, user,
 };
-use super::fake_http::wait_for;
+use crate::support::chat::Buttons;
+use crate::support::wait_for;
 
 /// Heartbeat interval announced in HELLO. Short, so a dead socket is noticed quickly.
 const HEARTBEAT_MS: u64 = 1500;
@@ -53,9 +54,9 @@ pub struct SentMessage {
     pub at: Instant,
 }
 
-impl SentMessage {
+impl Buttons for SentMessage {
     /// `(label, custom_id)` of every button under the message.
-    pub fn buttons(&self) -> Vec<(String, String)> {
+    fn buttons(&self) -> Vec<(String, String)> {
         self.components
             .as_array()
             .into_iter()
@@ -176,7 +177,7 @@ impl FakeDiscord {
             heartbeats: 0,
             files: HashMap::new(),
         }));
-        let app: Router = discord_api::router(st.clone()).merge(
+        let app: Router = api::router(st.clone()).merge(
             Router::new()
                 .route("/gateway", get(upgrade))
                 .route("/attachments/{name}", get(cdn))
@@ -264,19 +265,6 @@ impl FakeDiscord {
         .await;
     }
 
-    pub async fn wait_sent(&self, n: usize, timeout: Duration) -> Vec<SentMessage> {
-        wait_for(
-            timeout,
-            "messages from the bot",
-            || {
-                let sent = self.sent();
-                (sent.len() >= n).then_some(sent)
-            },
-            || format!("sent so far: {:#?}", self.sent()),
-        )
-        .await
-    }
-
     /// Close the live connection: with a close frame (`Some(code)`, e.g. 4000 is resumable),
     /// or abruptly (`None`).
     pub fn drop_connection(&self, code: Option<u16>) {
@@ -337,7 +325,7 @@ impl FakeDiscord {
         self.state()
             .channels
             .entry(channel)
-            .or_insert_with(|| discord_api::dm_channel(channel, &recipient));
+            .or_insert_with(|| api::dm_channel(channel, &recipient));
         channel
     }
 

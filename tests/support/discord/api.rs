@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use serde_json::{Value, json};
 
-use super::fake_discord::{Call, DiscordState, Fault, SentMessage};
+use super::fake::{Call, DiscordState, Fault, SentMessage};
 
 pub const BOT_ID: u64 = 900_000_000_000_000_001;
 pub const BOT_NAME: &str = "hermes-test";
@@ -285,7 +285,7 @@ async fn create_message(
     let mut files = Vec::new();
     let body = if ct.starts_with("multipart/form-data") {
         let mut parts = serde_json::Map::new();
-        super::fake_http::parse_multipart(&ct, &body, &mut parts);
+        crate::support::http::parse_multipart(&ct, &body, &mut parts);
         for (name, part) in &parts {
             if name.starts_with("files[") {
                 let file_name = part["file_name"].as_str().unwrap_or_default().to_owned();
@@ -453,7 +453,7 @@ async fn start_thread(
     };
     let mut event = thread.clone();
     event["newly_created"] = json!(true);
-    super::fake_discord::dispatch_to(&st, "THREAD_CREATE", event);
+    super::fake::dispatch_to(&st, "THREAD_CREATE", event);
     (StatusCode::CREATED, axum::Json(thread)).into_response()
 }
 

@@ -1,4 +1,4 @@
-//! Wire formats for `fake_llm::FakeLlm`: OpenAI chat-completion and Anthropic messages response
+//! Wire formats for `fake::FakeLlm`: OpenAI chat-completion and Anthropic messages response
 //! bodies (plain JSON and SSE streams), their error shapes, request validation, token usage,
 //! and the Anthropic prompt-cache simulation.
 //!
@@ -16,8 +16,9 @@ use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::fake_http::ConnCtl;
-use super::fake_llm::{Inner, Kind, RecordedRequest, Reply};
+use super::RecordedRequest;
+use super::fake::{Inner, Kind, Reply};
+use crate::support::http::ConnCtl;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {

@@ -1,4 +1,4 @@
-//! Fake Slack for integration tests: the Web API (`slack_api`), the Socket Mode websocket, and a
+//! Fake Slack for integration tests: the Web API (`api`), the Socket Mode websocket, and a
 //! client that signs and POSTs Events API requests to the daemon's listener.
 //!
 //! Socket Mode as Slack runs it: `apps.connections.open` hands out a `ws://` URL; each connection
@@ -21,9 +21,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message as Frame;
 
-use super::fake_http;
-pub use super::slack_api::{APP_TOKEN, BOT_TOKEN, BOT_USER, Call, Fault, Posted, TEAM};
-use super::slack_api::{Shared, WebState};
+use super::api::{BOT_USER, Call, Fault, Posted, SharedFile, TEAM};
+use super::api::{Shared, WebState};
+use crate::support::http;
+use crate::support::wait_for;
 
 pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 /// Users on the Slack allowlist of every test daemon.
@@ -83,9 +84,9 @@ impl FakeSlack {
         }
         let web: Shared = Arc::new(Mutex::new(state));
         let app = Router::new()
-            .fallback(super::slack_api::handle)
+            .fallback(super::api::handle)
             .with_state(web.clone());
-        let port = fake_http::serve(app, "fake slack").await;
+        let port = http::serve(app, "fake slack").await;
         web.lock().unwrap_or_else(|e| e.into_inner()).http_port = port;
         let fake = FakeSlack {
             web,
@@ -132,7 +133,7 @@ impl FakeSlack {
         self.web().posted.clone()
     }
     /// Files the bot shared.
-    pub fn shared_files(&self) -> Vec<super::slack_api::SharedFile> {
+    pub fn shared_files(&self) -> Vec<SharedFile> {
         self.web().shared_files.clone()
     }
     pub fn updates(&self) -> Vec<Posted> {
@@ -196,7 +197,7 @@ impl FakeSlack {
         check: impl Fn(&FakeSlack) -> Option<T>,
     ) -> T {
         let what = format!("fake slack: {what}");
-        fake_http::wait_for(timeout, &what, || check(self), || self.describe()).await
+        wait_for(timeout, &what, || check(self), || self.describe()).await
     }
 
     /// Waits until at least `n` messages were posted; returns all posted so far.

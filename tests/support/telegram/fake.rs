@@ -1,7 +1,7 @@
 //! Fake Telegram Bot API server (axum) for integration tests: long-polling `getUpdates`,
 //! message sending with Telegram's formatting/length checks, files, and injectable faults
 //! (429 retry_after, 409 conflict, can't-parse-entities, 5xx, dropped connections, delays).
-//! The method implementations live in `telegram_api`, the formatting parser in `telegram_html`.
+//! The method implementations live in `api`, the formatting parser in `html`.
 //!
 //! Deviations from the real server, on purpose: `getUpdates` ignores update kinds outside
 //! `allowed_updates` at delivery time (the real server filters when updates are created);
@@ -15,9 +15,11 @@ use axum::Router;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::fake_http;
-use super::telegram_api::{Inner, St, bot_user, group_chat, now_unix, user};
-use super::telegram_html::utf16_len;
+use super::api::{Inner, St, bot_user, group_chat, now_unix, user};
+use super::html::utf16_len;
+use crate::support::chat::Buttons;
+use crate::support::http;
+use crate::support::wait_for;
 
 pub const BOT_ID: i64 = 999;
 pub const BOT_USERNAME: &str = "hermes_test_bot";
@@ -53,6 +55,26 @@ pub struct SentMessage {
     pub thread_id: Option<i64>,
     pub reply_markup: Option<Value>,
     pub at: Instant,
+}
+
+impl Buttons for SentMessage {
+    /// `(label, callback data)` of the inline keyboard.
+    fn buttons(&self) -> Vec<(String, String)> {
+        let rows = self
+            .reply_markup
+            .as_ref()
+            .and_then(|r| r["inline_keyboard"].as_array().cloned())
+            .unwrap_or_default();
+        rows.iter()
+            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+            .map(|b: Value| {
+                (
+                    b["text"].as_str().unwrap_or_default().to_owned(),
+                    b["callback_data"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
 }
 
 /// The visible texts of sent messages, for comparing with a list.
@@ -126,9 +148,9 @@ impl FakeTelegram {
             notify: Notify::new(),
         });
         let app = Router::new()
-            .fallback(super::telegram_api::handle)
+            .fallback(super::api::handle)
             .with_state(inner.clone());
-        let port = fake_http::serve(app, "fake telegram").await;
+        let port = http::serve(app, "fake telegram").await;
         FakeTelegram { inner, port }
     }
 
@@ -424,7 +446,7 @@ impl FakeTelegram {
         mut check: impl FnMut(&St) -> Option<T>,
     ) -> T {
         let what = format!("fake telegram: {what}");
-        fake_http::wait_for(timeout, &what, || check(&self.st()), || self.describe()).await
+        wait_for(timeout, &what, || check(&self.st()), || self.describe()).await
     }
 
     /// Waits until at least `n` messages were sent successfully; returns all sent so far.

@@ -1,12 +1,10 @@
 //! The Discord world of the end-to-end tests: the daemon running with Discord alone against
 //! the fake Discord and the fake LLM, and waits that show the daemon's log when they time out.
 
-use std::time::{Duration, Instant};
+use super::fake::{FakeDiscord, SentMessage};
+use crate::support::daemon::{Daemon, TOKEN, World};
+use crate::support::{WAIT, wait_for};
 
-use super::daemon::{Daemon, TOKEN, World};
-use super::fake_discord::{FakeDiscord, SentMessage};
-
-pub const WAIT: Duration = Duration::from_secs(20);
 /// On the Discord allowlist of every test daemon.
 pub const ALICE: u64 = 111_111_111_111_111_111;
 pub const BOB: u64 = 222_222_222_222_222_222;
@@ -40,28 +38,35 @@ pub async fn start(w: &mut World, dc: &FakeDiscord) -> Daemon {
 }
 
 /// Poll `check` until it gives a value; on timeout, fail with the daemon's log.
-pub async fn wait_until<T>(daemon: &Daemon, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+pub async fn wait_until<T>(daemon: &Daemon, what: &str, check: impl FnMut() -> Option<T>) -> T {
+    wait_for(WAIT, what, check, || format!("log:\n{}", daemon.log())).await
 }
 
 /// Wait until the bot posted `n` messages.
 pub async fn wait_sent(dc: &FakeDiscord, daemon: &Daemon, n: usize) -> Vec<SentMessage> {
-    wait_until(daemon, &format!("{n} message(s) from the bot"), || {
+    let check = || {
         let sent = dc.sent();
         (sent.len() >= n).then_some(sent)
+    };
+    let describe = || {
+        let sent = dc.sent();
+        format!("sent so far: {:?}\nlog:\n{}", texts(&sent), daemon.log())
+    };
+    let what = format!("{n} message(s) from the bot");
+    wait_for(WAIT, &what, check, describe).await
+}
+
+/// Wait until the bot's message `id` was edited to show `text` (a streamed answer in full).
+pub async fn wait_shown(dc: &FakeDiscord, daemon: &Daemon, id: u64, text: &str) {
+    wait_until(daemon, "the full answer in the preview", || {
+        dc.edits()
+            .iter()
+            .rev()
+            .find(|e| e.id == id)
+            .is_some_and(|e| e.content == text)
+            .then_some(())
     })
-    .await
+    .await;
 }
 
 pub fn texts(sent: &[SentMessage]) -> Vec<&str> {

@@ -13,7 +13,8 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use super::fake_http::parse_pairs;
+use crate::support::chat::Buttons;
+use crate::support::http::parse_pairs;
 
 pub const BOT_TOKEN: &str = "xoxb-test-bot-token";
 pub const APP_TOKEN: &str = "xapp-test-app-token";
@@ -62,9 +63,9 @@ pub struct Posted {
     pub at: Instant,
 }
 
-impl Posted {
+impl Buttons for Posted {
     /// `(label, value)` of every button in the message's actions blocks.
-    pub fn buttons(&self) -> Vec<(String, String)> {
+    fn buttons(&self) -> Vec<(String, String)> {
         let blocks = self.blocks.as_array().cloned().unwrap_or_default();
         blocks
             .iter()

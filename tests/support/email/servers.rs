@@ -1,0 +1,163 @@
+//! The mail servers `.ci/mail-servers` starts on 127.0.0.1 (Dovecot for IMAP and LMTP, an SMTP
+//! front): their settings, a tiny SMTP client, a Maildir reader, and the headers and text of a
+//! raw mail.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where `.ci/mail-servers` writes its settings.
+pub const ENV_FILE: &str = "/tmp/hermes-mail/env";
+
+/// The running mail servers.
+#[derive(Debug, Clone)]
+pub struct MailServers {
+    pub imap_port: u16,
+    pub smtp_port: u16,
+    pub data: PathBuf,
+}
+
+impl MailServers {
+    /// Read the servers' settings; panics with instructions when they are not running.
+    pub fn get() -> MailServers {
+        let path = std::env::var("EMAIL_TEST_ENV").unwrap_or_else(|_| ENV_FILE.to_owned());
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "mail servers not running ({path}: {e}): start them with `.ci/mail-servers` (needs root; .ci/run does it)"
+            )
+        });
+        let vars: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+        let s = MailServers {
+            imap_port: vars["EMAIL_TEST_IMAP_PORT"].parse().expect("imap port"),
+            smtp_port: vars["EMAIL_TEST_SMTP_PORT"].parse().expect("smtp port"),
+            data: PathBuf::from(vars["EMAIL_TEST_DATA"]),
+        };
+        assert!(
+            TcpStream::connect(("127.0.0.1", s.imap_port)).is_ok()
+                && TcpStream::connect(("127.0.0.1", s.smtp_port)).is_ok(),
+            "mail servers are not answering on 127.0.0.1:{} / {}: run `.ci/mail-servers`",
+            s.imap_port,
+            s.smtp_port
+        );
+        s
+    }
+
+    /// The `new` directory of a user's Maildir INBOX.
+    pub fn maildir_new(&self, user: &str) -> PathBuf {
+        self.data
+            .join("mail")
+            .join(user)
+            .join("Maildir")
+            .join("new")
+    }
+
+    /// Every mail delivered to `user`'s INBOX, oldest first.
+    pub fn mails(&self, user: &str) -> Vec<Vec<u8>> {
+        let mut files: Vec<_> = ["new", "cur"]
+            .iter()
+            .flat_map(|d| {
+                std::fs::read_dir(self.data.join("mail").join(user).join("Maildir").join(d))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path())
+            })
+            .collect();
+        // Maildir names start `<seconds>.M<microseconds>P<pid>`: delivery order.
+        files.sort_by_key(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let mut parts = name.split('.');
+            let secs = parts
+                .next()
+                .and_then(|t| t.parse::<u64>().ok())
+                .unwrap_or(0);
+            let micros = parts
+                .next()
+                .and_then(|m| m.strip_prefix('M'))
+                .map(|m| {
+                    m.chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect::<String>()
+                })
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(0);
+            (secs, micros)
+        });
+        files
+            .into_iter()
+            .filter_map(|p| std::fs::read(p).ok())
+            .collect()
+    }
+
+    /// Send `raw` from `from` to `to` through the SMTP front; returns once it is delivered.
+    pub fn smtp_send(&self, from: &str, to: &str, raw: &[u8]) {
+        let stream = TcpStream::connect(("127.0.0.1", self.smtp_port)).expect("smtp connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut w = stream.try_clone().expect("clone");
+        let mut r = BufReader::new(stream);
+        let mut expect = |code: &str| {
+            loop {
+                let mut line = String::new();
+                r.read_line(&mut line).expect("smtp read");
+                assert!(
+                    line.starts_with(code),
+                    "SMTP: expected {code}, got {line:?}"
+                );
+                if line.as_bytes().get(3) != Some(&b'-') {
+                    break;
+                }
+            }
+        };
+        expect("220");
+        w.write_all(b"EHLO test\r\n").unwrap();
+        expect("250");
+        w.write_all(format!("MAIL FROM:<{from}>\r\n").as_bytes())
+            .unwrap();
+        expect("250");
+        w.write_all(format!("RCPT TO:<{to}>\r\n").as_bytes())
+            .unwrap();
+        expect("250");
+        w.write_all(b"DATA\r\n").unwrap();
+        expect("354");
+        let mut body = Vec::with_capacity(raw.len() + 16);
+        for line in raw.split_inclusive(|b| *b == b'\n') {
+            if line.first() == Some(&b'.') {
+                body.push(b'.');
+            }
+            body.extend_from_slice(line);
+        }
+        if !body.ends_with(b"\r\n") {
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(b".\r\n");
+        w.write_all(&body).unwrap();
+        expect("250");
+        w.write_all(b"QUIT\r\n").unwrap();
+    }
+}
+
+/// A header of a raw mail (first occurrence, unfolded).
+pub fn header(raw: &[u8], name: &str) -> Option<String> {
+    // Dovecot stores Maildir files with bare LF line ends.
+    let text = String::from_utf8_lossy(raw).replace("\r\n", "\n");
+    let head = text.split("\n\n").next().unwrap_or("");
+    let unfolded = head.replace("\n ", " ").replace("\n\t", " ");
+    unfolded.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_owned())
+    })
+}
+
+/// The decoded text/plain body of a raw mail.
+pub fn body_text(raw: &[u8]) -> String {
+    mail_parser::MessageParser::default()
+        .parse(raw)
+        .and_then(|m| m.body_text(0).map(|t| t.into_owned()))
+        .unwrap_or_default()
+}

@@ -1,0 +1,116 @@
+//! A world whose daemon talks to Email only: its own bot, Alice and Mallory mailboxes on the
+//! shared mail servers, the daemon started once its IMAP connection is up, and waits for mail.
+
+use std::time::Duration;
+
+use super::MailServers;
+use crate::support::daemon::{Daemon, World, unique};
+use crate::support::wait_for;
+
+/// What the daemon logs each time its IMAP connection is up.
+const IMAP_CONNECTED: &str = "email: IMAP connected";
+
+/// A world whose daemon talks to Email only.
+pub struct MailWorld {
+    pub w: World,
+    pub mail: MailServers,
+    /// The bot's user name and address.
+    pub bot: String,
+    pub bot_addr: String,
+    /// An allowed correspondent.
+    pub alice: String,
+    pub alice_addr: String,
+    /// Not on the allowlist.
+    pub mallory: String,
+    pub mallory_addr: String,
+}
+
+impl MailWorld {
+    pub async fn new(config: &str) -> MailWorld {
+        let mail = MailServers::get();
+        let mut w = World::new(config).await;
+        let bot = unique("bot");
+        let alice = unique("alice");
+        let mallory = unique("mallory");
+        let (bot_addr, alice_addr, mallory_addr) = (
+            format!("{bot}@localhost"),
+            format!("{alice}@localhost"),
+            format!("{mallory}@localhost"),
+        );
+        w.unset_env("TELEGRAM_BOT_TOKEN");
+        for (k, v) in [
+            ("EMAIL_ADDRESS", bot_addr.clone()),
+            ("EMAIL_PASSWORD", "secret".into()),
+            ("EMAIL_IMAP_HOST", "127.0.0.1".into()),
+            ("EMAIL_IMAP_PORT", mail.imap_port.to_string()),
+            ("EMAIL_IMAP_SECURITY", "plain".into()),
+            ("EMAIL_IMAP_USER", bot.clone()),
+            ("EMAIL_SMTP_HOST", "127.0.0.1".into()),
+            ("EMAIL_SMTP_PORT", mail.smtp_port.to_string()),
+            ("EMAIL_SMTP_SECURITY", "plain".into()),
+            ("EMAIL_SMTP_USER", String::new()),
+            ("EMAIL_ALLOWED_SENDERS", alice_addr.clone()),
+        ] {
+            w.set_env(k, &v);
+        }
+        MailWorld {
+            w,
+            mail,
+            bot,
+            bot_addr,
+            alice,
+            alice_addr,
+            mallory,
+            mallory_addr,
+        }
+    }
+
+    /// Start the daemon and wait until its IMAP connection is up.
+    pub async fn start(&mut self) -> Daemon {
+        self.w.start_logging(IMAP_CONNECTED).await
+    }
+
+    /// IMAP connections the daemons of this world made so far.
+    pub fn connections(&self) -> usize {
+        self.w.logged(IMAP_CONNECTED)
+    }
+
+    /// Wait until the daemon logs another IMAP connection than the `before`th.
+    pub async fn wait_connected(&self, before: usize, timeout: Duration) {
+        self.w.wait_logged(IMAP_CONNECTED, before, timeout).await;
+    }
+
+    /// Alice (or anyone) sends `raw` to the bot.
+    pub fn send_to_bot(&self, from: &str, raw: &[u8]) {
+        self.mail.smtp_send(from, &self.bot_addr, raw);
+    }
+
+    /// A simple text mail from `from` to the bot.
+    pub fn text_mail(
+        &self,
+        from: &str,
+        msg_id: &str,
+        subject: &str,
+        body: &str,
+        extra: &str,
+    ) -> Vec<u8> {
+        format!(
+            "From: Sender <{from}>\r\nTo: <{}>\r\nSubject: {subject}\r\nMessage-ID: <{msg_id}>\r\nDate: Sun, 29 Nov 2026 18:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n{extra}\r\n{body}\r\n",
+            self.bot_addr
+        )
+        .into_bytes()
+    }
+
+    /// Wait until `user` has at least `n` mails; returns them.
+    pub async fn wait_mails(&self, user: &str, n: usize, timeout: Duration) -> Vec<Vec<u8>> {
+        let check = || {
+            let m = self.mail.mails(user);
+            (m.len() >= n).then_some(m)
+        };
+        let describe = || {
+            let has = self.mail.mails(user).len();
+            format!("{user} has {has} mail(s); daemon logs:\n{}", self.w.logs())
+        };
+        wait_for(timeout, &format!("{n} mail(s) for {user}"), check, describe).await
+    }
+}
