@@ -62,11 +62,13 @@ async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
     let logs = || format!("logs:\n{}", mw.w.logs());
     wait_for(WAIT, "the answer to the sentinel", answered, logs).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    // One answer per turn, none doubled, the sentinel last.
+    // One answer per answered turn, none doubled, the sentinel last. (A turn interrupted by the
+    // next message made a model call but answers nothing: its messages are answered together.)
     let answers = alice.seen_from(&room, &mw.bot);
     let turns = mw.w.llm.requests().len();
-    assert_eq!(answers.len(), turns, "{answers:?}");
-    assert!((3..=4).contains(&turns), "{answers:?}");
+    assert_eq!(answers.len(), mw.w.logged("turn answered"), "{answers:?}");
+    assert!((3..=4).contains(&answers.len()), "{answers:?}");
+    assert!(answers.len() <= turns, "{answers:?}");
     assert!(answers.last().unwrap().body().contains("sentinel"));
     let mut bodies: Vec<&str> = answers.iter().map(|a| a.body()).collect();
     bodies.dedup();
