@@ -51,6 +51,8 @@ async fn in_process() -> InProcess {
     config.llm.base_url = llm.base_url();
     config.llm.api_key = Secret::new("sk-test");
     config.telegram.allowed_users = vec![ALICE.to_string()];
+    // Alice runs this bot: her jobs may post to the home channel she sets.
+    config.access.operators = vec![format!("telegram:{ALICE}")];
     config.agent.timezone = Some("Europe/Berlin".into());
     let clock = Arc::new(ManualClock::new(
         "2026-11-29T10:00:00Z"

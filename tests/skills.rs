@@ -86,7 +86,10 @@ async fn an_explicit_skill_goes_into_the_user_message_not_the_system_prompt() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_task_is_followed_by_a_silent_review_that_saves_a_skill() {
-    let mut w = World::new("[memory]\nreview_interval = 0\n").await;
+    // Skills are shared, so only an operator's work becomes one: Alice runs this bot.
+    let mut w =
+        World::new("[memory]\nreview_interval = 0\n[access]\noperators = [\"telegram:111\"]\n")
+            .await;
     for _ in 0..12 {
         w.llm.push(Reply::tool_call(
             "current_time",
@@ -144,7 +147,10 @@ async fn a_long_task_is_followed_by_a_silent_review_that_saves_a_skill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skills_review_with_nothing_to_save_writes_nothing() {
-    let mut w = World::new("[memory]\nreview_interval = 0\n[skills]\nreview_interval = 2\n").await;
+    let mut w = World::new(
+        "[memory]\nreview_interval = 0\n[skills]\nreview_interval = 2\n[access]\noperators = [\"telegram:111\"]\n",
+    )
+    .await;
     w.llm.push(Reply::tool_call("current_time", json!({})));
     w.llm.push(Reply::tool_call("current_time", json!({})));
     w.llm.push(Reply::text("done"));

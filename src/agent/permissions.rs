@@ -64,7 +64,10 @@ impl Permissions {
         }
     }
 
-    /// Load the state of a session for a turn asked by `requester`.
+    /// Load the state of a session for a turn asked by `requester`. Grants are the requester's
+    /// own, in this session ("allow for this session") or standing ("always"): in a shared
+    /// session one member's grant never covers another, and a turn nobody asked (a scheduled
+    /// run) has none at all.
     pub async fn load(
         store: &dyn Settings,
         default: Level,
@@ -73,7 +76,7 @@ impl Permissions {
         requester: Option<&UserId>,
     ) -> Result<Self> {
         let level = stored_level(store, key).await?.unwrap_or(default);
-        let session_scope = Some(format!("sid:{session_id}"));
+        let session_scope = requester.map(|u| format!("sid:{session_id}:{u}"));
         let user_scope = requester.map(|u| format!("user:{}:{u}", key.platform));
         Ok(Permissions {
             level,
@@ -140,6 +143,16 @@ mod tests {
             .await
             .unwrap();
         assert!(!next.granted("terminal") && next.granted("web_fetch"));
+        // Another member of the same session has neither; nor has a turn nobody asked.
+        let other: UserId = "6".into();
+        let theirs = Permissions::load(&*store, Level::Auto, &key, 1, Some(&other))
+            .await
+            .unwrap();
+        assert!(!theirs.granted("terminal") && !theirs.granted("web_fetch"));
+        let unattended = Permissions::load(&*store, Level::Auto, &key, 1, None)
+            .await
+            .unwrap();
+        assert!(!unattended.granted("terminal") && !unattended.granted("web_fetch"));
     }
 
     #[tokio::test]

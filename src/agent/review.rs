@@ -9,6 +9,7 @@ use super::outcome::{TurnControl, TurnOutcome};
 use super::permissions::Permissions;
 use super::run::Run;
 use crate::llm::{ChatMessage, Usage};
+use crate::policy::Role;
 use crate::store::{SessionRow, StoreError};
 use crate::tools::ToolContext;
 
@@ -129,6 +130,7 @@ impl Agent {
         &self,
         session: &SessionRow,
         kind: ReviewKind,
+        role: Role,
     ) -> Result<(String, Usage), StoreError> {
         let mut history = self.conversation(session.id).await?;
         let skip = history.len().saturating_sub(REVIEW_MESSAGES);
@@ -158,6 +160,7 @@ impl Agent {
                 cancel: Default::default(),
                 interaction: None,
                 chat: None,
+                role,
             },
             control: TurnControl::default(),
             perms,

@@ -85,6 +85,7 @@ pub fn builtin(
         store.cron(),
         cron.clone(),
         default_tz,
+        config.cron.max_jobs_per_owner,
     )));
     Ok(r)
 }

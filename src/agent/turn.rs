@@ -9,6 +9,7 @@ use super::prompt::{Setting, repair_history, system_prompt_with};
 use super::run::Run;
 use super::{Agent, Interaction, Permissions};
 use crate::llm::{ChatMessage, Usage};
+use crate::policy::Role;
 use crate::store::{SessionRow, StoreError};
 use crate::tools::ToolContext;
 
@@ -23,6 +24,8 @@ pub struct TurnInput<'a> {
     pub control: TurnControl,
     /// Who asked (their standing grants apply; only they can confirm).
     pub requester: Option<UserId>,
+    /// Their role: what the tools of this turn may change for everyone.
+    pub role: Role,
     /// The person to ask for confirmations and answers; `None` denies every confirmation.
     pub interaction: Option<Arc<dyn Interaction>>,
     /// Where to stream the answer's text as it is written (see [`crate::llm::DeltaSink`]).
@@ -63,6 +66,10 @@ impl Agent {
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }
+        // A user's scheduled run cannot schedule more: unattended jobs would multiply.
+        if input.setting.platform == hermes_adapter::Platform::Cron && !input.role.is_operator() {
+            enabled.retain(|t| *t != "cronjob");
+        }
         let frozen = self.frozen_context(session, &enabled).await?;
         let mut messages = vec![ChatMessage::system(system_prompt_with(
             input.setting,
@@ -90,6 +97,7 @@ impl Agent {
                 cancel: input.control.stop.clone(),
                 interaction: input.interaction.clone(),
                 chat: input.chat.clone(),
+                role: input.role,
             },
             control: input.control,
             perms,

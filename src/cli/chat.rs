@@ -104,6 +104,8 @@ async fn turn(
                 images: Vec::new(),
             }],
             requester: None,
+            // The terminal is its operator's.
+            role: crate::policy::Role::Operator,
             interaction: Some(Arc::new(TerminalPerson {
                 lines: lines.clone(),
                 wait: Duration::from_secs(agent.config().policy.approval_timeout_secs.max(60)),

@@ -14,6 +14,8 @@ pub struct CronConfig {
     pub missed_grace_secs: u64,
     /// Schedule of the built-in skill-curation job (e.g. "0 3 * * 0"); unset: no such job.
     pub skill_curation: Option<String>,
+    /// Jobs one user may have (operators are not limited).
+    pub max_jobs_per_owner: usize,
 }
 
 impl Default for CronConfig {
@@ -22,6 +24,7 @@ impl Default for CronConfig {
             enabled: true,
             missed_grace_secs: 3600,
             skill_curation: None,
+            max_jobs_per_owner: 20,
         }
     }
 }

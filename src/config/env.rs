@@ -20,6 +20,9 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("HERMES_ALLOWED_USERS") {
         config.gateway.allowed_users = list(&v);
     }
+    if let Some(v) = env.var("HERMES_OPERATORS") {
+        config.access.operators = list(&v);
+    }
     if let Some(v) = env.var("HERMES_ALLOW_ALL_USERS") {
         config.gateway.allow_all_users = boolean("HERMES_ALLOW_ALL_USERS", &v)?;
     }

@@ -6,6 +6,7 @@
 //! from the environment); a missing explicit file is an error. Every key is documented in
 //! `config/hermes.example.toml`; the defaults live in the `Default` impls of the section files and nowhere else.
 
+mod access;
 mod agent;
 mod cron;
 mod env;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::Level;
 
+pub use access::AccessConfig;
 pub use agent::AgentConfig;
 pub use cron::CronConfig;
 pub use error::ConfigError;
@@ -59,6 +61,7 @@ pub struct Config {
     pub transcription: TranscriptionConfig,
     pub agent: AgentConfig,
     pub gateway: GatewayConfig,
+    pub access: AccessConfig,
     pub tools: ToolsConfig,
     pub policy: PolicyConfig,
     pub memory: MemoryConfig,

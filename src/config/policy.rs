@@ -16,6 +16,8 @@ use crate::policy::{Category, Decision, Level};
 pub struct PolicyConfig {
     /// Default permission level: `safe`, `auto` or `full-access`.
     pub level: Level,
+    /// Highest level a user may set with `/permissions`; only an operator goes above it.
+    pub max_level: Level,
     /// Level per platform (`[policy.platforms] telegram = "safe"`).
     pub platforms: HashMap<Platform, Level>,
     /// Cell overrides (`[policy.matrix.auto] system = "deny"`).
@@ -32,6 +34,7 @@ impl Default for PolicyConfig {
     fn default() -> Self {
         PolicyConfig {
             level: Level::Auto,
+            max_level: Level::Auto,
             platforms: HashMap::new(),
             matrix: HashMap::new(),
             tools: HashMap::new(),

@@ -10,6 +10,7 @@ impl Config {
         self.admin.validate(file)?;
         self.agent.validate(file)?;
         self.gateway.validate(file)?;
+        self.access.validate(file)?;
         self.tools.validate(file)?;
         self.policy.validate(file)?;
         self.sessions.validate(file)?;

@@ -1,7 +1,7 @@
 //! Job rules shared by the `cronjob` tool and `hermes cron`: parsing a schedule into the first
 //! run, checking delivery targets, describing a job.
 
-use hermes_adapter::Platform;
+use hermes_adapter::{ChatId, Platform, ThreadId};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
@@ -47,6 +47,36 @@ pub fn pinned(parsed: &Schedule, text: String) -> String {
     }
 }
 
+/// A `platform[:chat[:thread]]` target: the platform, and the chat and thread when named. Matrix
+/// room ids hold a colon themselves (`matrix:!room:server`), and its threads are event ids
+/// (`$…`), so there the thread is the part after the last `:$`.
+pub fn parse_target(t: &str) -> Result<(Platform, Option<ChatId>, Option<ThreadId>), String> {
+    let (platform, rest) = match t.split_once(':') {
+        Some((p, rest)) => (p, Some(rest)),
+        None => (t, None),
+    };
+    let platform: Platform = platform.parse()?;
+    let Some(rest) = rest.filter(|r| !r.is_empty()) else {
+        return Ok((platform, None, None));
+    };
+    let (chat, thread) = match platform {
+        Platform::Matrix => match rest.rfind(":$") {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        },
+        _ => match rest.split_once(':') {
+            Some((chat, thread)) => (chat, Some(thread)),
+            None => (rest, None),
+        },
+    };
+    if chat.is_empty()
+        || thread.is_some_and(|t| t.is_empty() || (platform != Platform::Matrix && t.contains(':')))
+    {
+        return Err(format!("`{t}` is not platform:chat[:thread]"));
+    }
+    Ok((platform, Some(chat.into()), thread.map(Into::into)))
+}
+
 /// Check delivery targets: `origin`, `local`, a platform (its home channel), or
 /// `platform:chat[:thread]`.
 pub fn check_targets(targets: &[String]) -> Result<(), String> {
@@ -69,9 +99,10 @@ pub fn check_targets(targets: &[String]) -> Result<(), String> {
             }
             Ok(_) => {}
         }
-        if t.split(':').count() > 3 || t.ends_with(':') {
+        if t.ends_with(':') {
             return Err(format!("`{t}` is not platform:chat[:thread]"));
         }
+        parse_target(t)?;
     }
     Ok(())
 }

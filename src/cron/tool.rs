@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::clock::CronControl;
-use super::jobs::{MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, schedule_of};
+use super::jobs::{
+    MAX_TIMEOUT_SECS, check_targets, describe, first_run, parse_target, pinned, schedule_of,
+};
 use crate::store::{CronJob, CronStore, JobOrigin};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -70,10 +72,17 @@ pub struct CronTool {
     store: Arc<dyn CronStore>,
     control: CronControl,
     default_tz: String,
+    /// Jobs one user may have; operators are not limited.
+    max_jobs: usize,
 }
 
 impl CronTool {
-    pub fn new(store: Arc<dyn CronStore>, control: CronControl, default_tz: String) -> Self {
+    pub fn new(
+        store: Arc<dyn CronStore>,
+        control: CronControl,
+        default_tz: String,
+        max_jobs: usize,
+    ) -> Self {
         CronTool {
             spec: ToolSpec {
                 name: "cronjob",
@@ -93,6 +102,31 @@ impl CronTool {
             store,
             control,
             default_tz,
+            max_jobs,
+        }
+    }
+
+    /// A user's job delivers only to the chat it is made in (or `local`); an operator's anywhere.
+    fn check_reach(deliver: &[String], ctx: &ToolContext) -> Result<(), ToolError> {
+        if ctx.role.is_operator() {
+            return Ok(());
+        }
+        let here = ctx.chat.as_ref();
+        let outside = deliver.iter().find(|t| {
+            let own = match t.as_str() {
+                "origin" | "local" => true,
+                t => match (parse_target(t), here) {
+                    (Ok((p, Some(chat), _)), Some(c)) => p == c.platform && chat == c.chat,
+                    _ => false,
+                },
+            };
+            !own
+        });
+        match outside {
+            Some(t) => Err(ToolError::Failed(format!(
+                "`{t}`: a job of yours delivers only to this chat (origin) or nowhere (local); only an operator's jobs post elsewhere"
+            ))),
+            None => Ok(()),
         }
     }
 
@@ -123,6 +157,21 @@ impl CronTool {
         let schedule = pinned(&parsed, schedule);
         let deliver = a.deliver.unwrap_or_else(|| vec!["origin".into()]);
         check_targets(&deliver).map_err(ToolError::InvalidArguments)?;
+        Self::check_reach(&deliver, ctx)?;
+        if !ctx.role.is_operator() {
+            let owned = self
+                .store
+                .cron_list(Some(ctx.session.owner()))
+                .await
+                .map_err(failed)?
+                .len();
+            if owned >= self.max_jobs {
+                return Err(ToolError::Failed(format!(
+                    "you have {owned} scheduled jobs, the most a user may have ({}); remove one first (action list shows them)",
+                    self.max_jobs
+                )));
+            }
+        }
         let origin = ctx.chat.as_ref().map(|c| JobOrigin {
             platform: c.platform,
             chat: c.chat.clone(),
@@ -158,8 +207,8 @@ impl CronTool {
         Ok(format!("Created ({parsed}): {}", describe(&job)))
     }
 
-    async fn update(&self, a: Args, owner: &str) -> Result<String, ToolError> {
-        let mut job = self.job(a.id, owner).await?;
+    async fn update(&self, a: Args, ctx: &ToolContext) -> Result<String, ToolError> {
+        let mut job = self.job(a.id, &ctx.session.owner()).await?;
         if let Some(p) = a.prompt {
             job.prompt = p;
         }
@@ -168,6 +217,7 @@ impl CronTool {
         }
         if let Some(d) = a.deliver {
             check_targets(&d).map_err(ToolError::InvalidArguments)?;
+            Self::check_reach(&d, ctx)?;
             job.deliver = d;
         }
         if let Some(s) = a.skills {
@@ -227,7 +277,7 @@ impl Tool for CronTool {
         let owner = ctx.session.owner();
         match a.action {
             Action::Create => self.create(a, ctx).await,
-            Action::Update => self.update(a, &owner).await,
+            Action::Update => self.update(a, ctx).await,
             Action::List => {
                 let jobs = self.store.cron_list(Some(owner)).await.map_err(failed)?;
                 if jobs.is_empty() {

@@ -93,8 +93,6 @@ struct Entry<T> {
 /// questions).
 pub struct Book<T> {
     entries: Mutex<Vec<Entry<T>>>,
-    epoch: u64,
-    next: AtomicU64,
 }
 
 /// Pending confirmations.
@@ -102,15 +100,26 @@ pub type ApprovalBook = Book<Answer>;
 
 impl<T> Default for Book<T> {
     fn default() -> Self {
-        let epoch = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         Book {
             entries: Mutex::new(Vec::new()),
-            epoch,
-            next: AtomicU64::new(1),
         }
     }
+}
+
+/// A wait's id: 64 random bits in hex. Unguessable, so an answer by mail (which carries the id)
+/// cannot be forged, and a button from before a restart never matches a new wait.
+fn new_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No system randomness (never seen on Linux): fall back to the clock's nanoseconds and
+        // a per-process counter, unique though guessable.
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        bytes = (nanos ^ NEXT.fetch_add(1, Ordering::Relaxed).rotate_left(40)).to_be_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl<T> Book<T> {
@@ -122,11 +131,7 @@ impl<T> Book<T> {
         requester: UserId,
         subject: &str,
     ) -> (Pending, oneshot::Receiver<T>) {
-        let id = format!(
-            "{:x}{}",
-            self.epoch & 0xffff_ffff,
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
+        let id = new_id();
         let (tx, rx) = oneshot::channel();
         let pending = Pending {
             id,

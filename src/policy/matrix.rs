@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Category;
 
-/// How much a session lets the agent do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+/// How much a session lets the agent do without asking, from least to most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
     /// Confirm every tool call.

@@ -16,7 +16,9 @@
 mod approvals;
 mod category;
 mod matrix;
+mod role;
 
 pub use approvals::{Answer, ApprovalBook, Book, Pending, Rejection, Resolved};
 pub use category::Category;
 pub use matrix::{Decision, Level, PolicyMatrix};
+pub use role::{OPERATORS_ONLY, Role};

@@ -75,6 +75,8 @@ pub struct ToolContext {
     pub interaction: Option<Arc<dyn Interaction>>,
     /// The chat the turn answers in, if any (where a job created now delivers by default).
     pub chat: Option<ChatRef>,
+    /// The role of the person the turn answers (tools that change shared things check it).
+    pub role: crate::policy::Role,
 }
 
 /// A place in a chat platform.
@@ -95,6 +97,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             interaction: None,
             chat: None,
+            role: crate::policy::Role::Operator,
         }
     }
 }

@@ -60,6 +60,12 @@ impl SessionKey {
         }
     }
 
+    /// Whether several people share this conversation (a thread, or a group set to one
+    /// session per chat): levels and grants there are not any one member's to set.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.scope, SessionScope::Group { user: None, .. })
+    }
+
     /// Whose conversations these are, for privacy boundaries (history search, memory files):
     /// `platform:user` for a person's private chats; for a group, the group conversation itself
     /// (the key's string form, per person or shared), so nothing said in private ever surfaces

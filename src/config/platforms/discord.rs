@@ -23,6 +23,8 @@ pub struct DiscordConfig {
     /// Discord user ids (snowflakes, as strings) allowed to talk to the bot.
     /// Env: `DISCORD_ALLOWED_USERS`.
     pub allowed_users: Vec<String>,
+    /// Discord user ids of the operators (served too; see `[access]`). Env: `DISCORD_OPERATORS`.
+    pub operators: Vec<String>,
     /// In servers, only members holding one of these role ids are heard (on top of the user
     /// allowlist); empty: no role needed. Env: `DISCORD_ALLOWED_ROLES`.
     pub allowed_roles: Vec<String>,
@@ -52,6 +54,7 @@ impl Default for DiscordConfig {
             enabled: true,
             bot_token: Secret::default(),
             allowed_users: Vec::new(),
+            operators: Vec::new(),
             allowed_roles: Vec::new(),
             allowed_guilds: Vec::new(),
             api_url: "https://discord.com".into(),
@@ -90,6 +93,10 @@ impl PlatformSection for DiscordConfig {
         self.allowed_users.clone()
     }
 
+    fn operators(&self) -> Vec<String> {
+        self.operators.clone()
+    }
+
     fn secrets(&self) -> Vec<&str> {
         vec![self.bot_token.expose()]
     }
@@ -101,6 +108,7 @@ impl PlatformSection for DiscordConfig {
         }
         for (var, list_of) in [
             ("DISCORD_ALLOWED_USERS", &mut self.allowed_users),
+            ("DISCORD_OPERATORS", &mut self.operators),
             ("DISCORD_ALLOWED_ROLES", &mut self.allowed_roles),
             ("DISCORD_ALLOWED_GUILDS", &mut self.allowed_guilds),
         ] {
@@ -132,6 +140,7 @@ impl PlatformSection for DiscordConfig {
             .map_err(|p| ConfigError::invalid(file, "discord.api_url", p))?;
         for (key, list) in [
             ("discord.allowed_users", &self.allowed_users),
+            ("discord.operators", &self.operators),
             ("discord.allowed_roles", &self.allowed_roles),
             ("discord.allowed_guilds", &self.allowed_guilds),
             (
@@ -173,7 +182,10 @@ impl PlatformSection for DiscordConfig {
     }
 
     fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
-        super::differ(&old.discord, &new.discord, |c| c.allowed_users.clear())
+        super::differ(&old.discord, &new.discord, |c| {
+            c.allowed_users.clear();
+            c.operators.clear();
+        })
     }
 
     fn build(&self, _config: &Config) -> Result<Arc<dyn Adapter>, String> {

@@ -40,6 +40,8 @@ pub struct EmailConfig {
     /// Addresses, or whole domains (`example.com` / `@example.com`), that may write to the bot.
     /// Env: `EMAIL_ALLOWED_SENDERS` (comma-separated).
     pub allowed_senders: Vec<String>,
+    /// Addresses of the operators (served too; see `[access]`). Env: `EMAIL_OPERATORS`.
+    pub operators: Vec<String>,
     /// Distrust senders whose `Authentication-Results` show an SPF/DKIM/DMARC failure.
     pub require_auth_pass: bool,
     /// Attachments above this size are refused and the sender is told.
@@ -68,6 +70,7 @@ impl Default for EmailConfig {
             smtp_user: String::new(),
             smtp_password: Secret::default(),
             allowed_senders: Vec::new(),
+            operators: Vec::new(),
             require_auth_pass: true,
             max_attachment_mb: 10,
             force_poll: false,
@@ -127,6 +130,13 @@ impl PlatformSection for EmailConfig {
 
     fn allowed_users(&self) -> Vec<String> {
         self.allowed_senders
+            .iter()
+            .map(|a| a.to_ascii_lowercase())
+            .collect()
+    }
+
+    fn operators(&self) -> Vec<String> {
+        self.operators
             .iter()
             .map(|a| a.to_ascii_lowercase())
             .collect()
@@ -195,6 +205,13 @@ impl PlatformSection for EmailConfig {
         }
         if let Some(v) = text("EMAIL_ALLOWED_SENDERS") {
             self.allowed_senders = v
+                .split([',', ' ', '\n'])
+                .map(|s| s.trim().to_ascii_lowercase())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        if let Some(v) = text("EMAIL_OPERATORS") {
+            self.operators = v
                 .split([',', ' ', '\n'])
                 .map(|s| s.trim().to_ascii_lowercase())
                 .filter(|s| !s.is_empty())
@@ -311,8 +328,8 @@ impl PlatformSection for EmailConfig {
     }
 }
 
-/// Whom the adapter reads mail from: `*` for everyone, else the section's allowlist and the
-/// global allowlist's addresses (`email:a@b` or a bare `a@b`).
+/// Whom the adapter reads mail from: `*` for everyone, else the section's allowlist and
+/// operators, the global allowlist's addresses (`email:a@b` or a bare `a@b`) and operators.
 fn senders(config: &Config) -> Vec<String> {
     if config.gateway.allow_all_users {
         return vec!["*".into()];
@@ -322,11 +339,14 @@ fn senders(config: &Config) -> Vec<String> {
         .allowed_on(Platform::Email, |e| e.contains('@'))
         .into_iter()
         .map(|e| e.to_ascii_lowercase());
+    let operators = config.access.operators_on(Platform::Email).into_iter();
     config
         .email
         .allowed_senders
         .iter()
+        .chain(&config.email.operators)
         .cloned()
         .chain(global)
+        .chain(operators.map(|e| e.to_ascii_lowercase()))
         .collect()
 }

@@ -30,6 +30,8 @@ pub struct MatrixConfig {
     /// Full user ids (`@alice:example.org`) allowed to talk to the bot and to invite it to
     /// rooms. Env: `MATRIX_ALLOWED_USERS` (comma-separated).
     pub allowed_users: Vec<String>,
+    /// Full user ids of the operators (served too; see `[access]`). Env: `MATRIX_OPERATORS`.
+    pub operators: Vec<String>,
     /// The device name users see in their device lists.
     pub device_name: String,
     /// Long-poll timeout of one `/sync`, in seconds.
@@ -45,6 +47,7 @@ impl Default for MatrixConfig {
             password: Secret::default(),
             access_token: Secret::default(),
             allowed_users: Vec::new(),
+            operators: Vec::new(),
             device_name: "hermes".into(),
             sync_timeout_secs: 30,
         }
@@ -71,6 +74,10 @@ impl PlatformSection for MatrixConfig {
         self.allowed_users.clone()
     }
 
+    fn operators(&self) -> Vec<String> {
+        self.operators.clone()
+    }
+
     fn secrets(&self) -> Vec<&str> {
         vec![self.password.expose(), self.access_token.expose()]
     }
@@ -92,6 +99,9 @@ impl PlatformSection for MatrixConfig {
         }
         if let Some(v) = text("MATRIX_ALLOWED_USERS") {
             self.allowed_users = list(&v);
+        }
+        if let Some(v) = text("MATRIX_OPERATORS") {
+            self.operators = list(&v);
         }
         Ok(())
     }
@@ -121,7 +131,12 @@ impl PlatformSection for MatrixConfig {
                 ),
             );
         }
-        if let Some(id) = self.allowed_users.iter().find(|id| !is_user_id(id)) {
+        if let Some(id) = self
+            .allowed_users
+            .iter()
+            .chain(&self.operators)
+            .find(|id| !is_user_id(id))
+        {
             return bad(
                 "matrix.allowed_users",
                 format!("`{id}` is not a full Matrix user id (like \"@alice:example.org\")"),
@@ -192,7 +207,8 @@ impl PlatformSection for MatrixConfig {
 }
 
 /// Whose invites are accepted: the people the bot serves, from the Matrix allowlist and the
-/// global one's Matrix ids (`matrix:@a:b` or a bare `@a:b`); `*` when everyone is served.
+/// global one's Matrix ids (`matrix:@a:b` or a bare `@a:b`), and the operators; `*` when
+/// everyone is served.
 fn inviters(config: &Config) -> Vec<String> {
     if config.gateway.allow_all_users {
         return vec!["*".into()];
@@ -204,8 +220,10 @@ fn inviters(config: &Config) -> Vec<String> {
         .matrix
         .allowed_users
         .iter()
+        .chain(&config.matrix.operators)
         .cloned()
         .chain(global)
+        .chain(config.access.operators_on(Platform::Matrix))
         .collect()
 }
 

@@ -40,6 +40,9 @@ pub trait PlatformSection: Send + Sync {
     /// platform compares ids.
     fn allowed_users(&self) -> Vec<String>;
 
+    /// The operators named in this section (served too), normalised like the allowlist.
+    fn operators(&self) -> Vec<String>;
+
     /// Whether an allowlist entry may name a whole domain (`example.com` or `@example.com`).
     fn allowlist_names_domains(&self) -> bool {
         false

@@ -33,6 +33,8 @@ pub struct SlackConfig {
     pub api_url: String,
     /// Slack user ids (`U…`) allowed to talk to the bot. Env: `SLACK_ALLOWED_USERS`.
     pub allowed_users: Vec<String>,
+    /// Slack user ids of the operators (served too; see `[access]`). Env: `SLACK_OPERATORS`.
+    pub operators: Vec<String>,
     /// Channel ids the bot answers in; empty: every channel it is invited to. Direct messages
     /// are governed by the user allowlist only.
     pub allowed_channels: Vec<String>,
@@ -55,6 +57,7 @@ impl Default for SlackConfig {
             events_listen: "127.0.0.1:3000".into(),
             api_url: "https://slack.com/api".into(),
             allowed_users: Vec::new(),
+            operators: Vec::new(),
             allowed_channels: Vec::new(),
             allowed_teams: Vec::new(),
             reply_in_thread: true,
@@ -93,6 +96,10 @@ impl PlatformSection for SlackConfig {
         self.allowed_users.clone()
     }
 
+    fn operators(&self) -> Vec<String> {
+        self.operators.clone()
+    }
+
     fn secrets(&self) -> Vec<&str> {
         vec![
             self.bot_token.expose(),
@@ -120,6 +127,9 @@ impl PlatformSection for SlackConfig {
         }
         if let Some(v) = env.var("SLACK_ALLOWED_USERS") {
             self.allowed_users = list(&v);
+        }
+        if let Some(v) = env.var("SLACK_OPERATORS") {
+            self.operators = list(&v);
         }
         Ok(())
     }
@@ -151,17 +161,21 @@ impl PlatformSection for SlackConfig {
                 "is not an app-level token (it starts with `xapp-`; create one under Basic Information > App-Level Tokens)".into(),
             );
         }
-        if let Some(id) = self
-            .allowed_users
-            .iter()
-            .find(|id| !id.chars().all(|c| c.is_ascii_alphanumeric()) || id.starts_with('@'))
-        {
-            return bad(
-                "slack.allowed_users",
-                format!(
-                    "`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"
-                ),
-            );
+        for (key, ids) in [
+            ("slack.allowed_users", &self.allowed_users),
+            ("slack.operators", &self.operators),
+        ] {
+            if let Some(id) = ids
+                .iter()
+                .find(|id| !id.chars().all(|c| c.is_ascii_alphanumeric()) || id.starts_with('@'))
+            {
+                return bad(
+                    key,
+                    format!(
+                        "`{id}` is not a Slack user id (like U012AB3CD; names can change, ids do not)"
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -179,7 +193,10 @@ impl PlatformSection for SlackConfig {
     }
 
     fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
-        super::differ(&old.slack, &new.slack, |c| c.allowed_users.clear())
+        super::differ(&old.slack, &new.slack, |c| {
+            c.allowed_users.clear();
+            c.operators.clear();
+        })
     }
 
     fn build(&self, _config: &Config) -> Result<Arc<dyn Adapter>, String> {

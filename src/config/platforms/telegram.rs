@@ -22,6 +22,8 @@ pub struct TelegramConfig {
     pub bot_token: Secret,
     /// Telegram user ids allowed to talk to the bot. Env: `TELEGRAM_ALLOWED_USERS`.
     pub allowed_users: Vec<String>,
+    /// Telegram user ids of the operators (served too; see `[access]`). Env: `TELEGRAM_OPERATORS`.
+    pub operators: Vec<String>,
     /// Bot API server (a local Bot API server or a proxy). Env: `TELEGRAM_API_URL`.
     pub api_url: String,
     /// Long-poll timeout of getUpdates.
@@ -34,6 +36,7 @@ impl Default for TelegramConfig {
             enabled: true,
             bot_token: Secret::default(),
             allowed_users: Vec::new(),
+            operators: Vec::new(),
             api_url: "https://api.telegram.org".into(),
             poll_timeout_secs: 30,
         }
@@ -57,6 +60,10 @@ impl PlatformSection for TelegramConfig {
         self.allowed_users.clone()
     }
 
+    fn operators(&self) -> Vec<String> {
+        self.operators.clone()
+    }
+
     fn secrets(&self) -> Vec<&str> {
         vec![self.bot_token.expose()]
     }
@@ -65,17 +72,22 @@ impl PlatformSection for TelegramConfig {
         if let Some(v) = env.var("TELEGRAM_BOT_TOKEN") {
             self.bot_token = Secret::new(v.trim());
         }
-        if let Some(v) = env.var("TELEGRAM_ALLOWED_USERS") {
-            let ids = list(&v);
-            if let Some(bad) = ids.iter().find(|id| id.parse::<i64>().is_err()) {
-                return Err(ConfigError::env(
-                    "TELEGRAM_ALLOWED_USERS",
-                    format!(
-                        "`{bad}` is not a numeric Telegram user id (comma-separated ids expected)"
-                    ),
-                ));
+        for (var, ids_of) in [
+            ("TELEGRAM_ALLOWED_USERS", &mut self.allowed_users),
+            ("TELEGRAM_OPERATORS", &mut self.operators),
+        ] {
+            if let Some(v) = env.var(var) {
+                let ids = list(&v);
+                if let Some(bad) = ids.iter().find(|id| id.parse::<i64>().is_err()) {
+                    return Err(ConfigError::env(
+                        var,
+                        format!(
+                            "`{bad}` is not a numeric Telegram user id (comma-separated ids expected)"
+                        ),
+                    ));
+                }
+                *ids_of = ids;
             }
-            self.allowed_users = ids;
         }
         if let Some(v) = env.var("TELEGRAM_API_URL") {
             self.api_url = v.trim().trim_end_matches('/').to_owned();
@@ -92,17 +104,18 @@ impl PlatformSection for TelegramConfig {
                 "must be at most 50 (Telegram caps long polls)".into(),
             );
         }
-        if let Some(id) = self
-            .allowed_users
-            .iter()
-            .find(|id| id.parse::<i64>().is_err())
-        {
-            return bad(
-                "telegram.allowed_users",
-                format!(
-                    "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
-                ),
-            );
+        for (key, ids) in [
+            ("telegram.allowed_users", &self.allowed_users),
+            ("telegram.operators", &self.operators),
+        ] {
+            if let Some(id) = ids.iter().find(|id| id.parse::<i64>().is_err()) {
+                return bad(
+                    key,
+                    format!(
+                        "`{id}` is not a numeric Telegram user id (usernames can change hands; ask @userinfobot for your id)"
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -116,7 +129,10 @@ impl PlatformSection for TelegramConfig {
     }
 
     fn adapter_changed(&self, old: &Config, new: &Config) -> bool {
-        super::differ(&old.telegram, &new.telegram, |c| c.allowed_users.clear())
+        super::differ(&old.telegram, &new.telegram, |c| {
+            c.allowed_users.clear();
+            c.operators.clear();
+        })
     }
 
     fn build(&self, _config: &Config) -> Result<Arc<dyn Adapter>, String> {

@@ -7,7 +7,7 @@ use crate::cron::jobs::first_run;
 use crate::gateway::Shared;
 use crate::store::{CronJob, StoreError};
 
-const OWNER: &str = "builtin";
+pub(crate) const OWNER: &str = "builtin";
 const CURATION: &str = "skill-curation";
 const CURATION_PROMPT: &str = "Curate your skills. Call skills_list to see them with their usage counts, then \
 look closely (skill_view) at the ones used most. Where a skill is outdated, incomplete, unclear or contradicted by \

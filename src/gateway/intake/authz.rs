@@ -1,11 +1,14 @@
-//! Who may talk to the agent: deny by default, per-platform allowlists (each platform's section
-//! says who), a global allowlist, or an explicit allow-all.
+//! Who may talk to the agent, and in which role: deny by default; per-platform allowlists (each
+//! platform's section says who), a global allowlist, or an explicit allow-all make a user; the
+//! operators (`[access]` and each section's `operators`) are served too, as operators. The
+//! terminal (`hermes chat`) is its operator's.
 
 use std::collections::{HashMap, HashSet};
 
 use hermes_adapter::{Platform, UserId};
 
 use crate::config::Config;
+use crate::policy::Role;
 
 /// Decides whether a sender is served.
 #[derive(Debug, Clone, Default)]
@@ -16,6 +19,8 @@ pub struct Authorizer {
     per_platform: HashMap<Platform, HashSet<String>>,
     /// Platforms whose allowlist entries may name whole domains (email).
     domains: HashSet<Platform>,
+    /// Operators per platform, from `[access]` and each platform's section.
+    operators: HashMap<Platform, HashSet<String>>,
 }
 
 impl Authorizer {
@@ -34,7 +39,19 @@ impl Authorizer {
             .collect();
         let mut per_platform = HashMap::new();
         let mut domains = HashSet::new();
+        let mut operators = HashMap::new();
         for section in config.platforms() {
+            let platform = section.platform();
+            let named: HashSet<String> = section
+                .operators()
+                .into_iter()
+                .chain(config.access.operators_on(platform))
+                .map(|id| match platform {
+                    Platform::Email => id.to_ascii_lowercase(),
+                    _ => id,
+                })
+                .collect();
+            operators.insert(platform, named);
             per_platform.insert(
                 section.platform(),
                 section.allowed_users().into_iter().collect(),
@@ -48,11 +65,38 @@ impl Authorizer {
             global,
             per_platform,
             domains,
+            operators,
         }
     }
 
+    /// The sender's role, or `None` when they are not served.
+    pub fn role(&self, platform: Platform, user: &UserId) -> Option<Role> {
+        if platform == Platform::Cli || self.is_operator(platform, user) {
+            return Some(Role::Operator);
+        }
+        self.allows_user(platform, user).then_some(Role::User)
+    }
+
+    /// Whether `user` is named as an operator on `platform`.
+    pub fn is_operator(&self, platform: Platform, user: &UserId) -> bool {
+        let id = user.as_str();
+        let id = if platform == Platform::Email {
+            std::borrow::Cow::Owned(id.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(id)
+        };
+        self.operators
+            .get(&platform)
+            .is_some_and(|set| set.contains(id.as_ref()))
+    }
+
+    /// Whether the sender is served (as a user or an operator).
     pub fn allows(&self, platform: Platform, user: &UserId) -> bool {
-        if platform == Platform::Cli || self.allow_all {
+        self.role(platform, user).is_some()
+    }
+
+    fn allows_user(&self, platform: Platform, user: &UserId) -> bool {
+        if self.allow_all {
             return true;
         }
         let id = user.as_str();
@@ -65,6 +109,7 @@ impl Authorizer {
     /// Whether nobody at all can be served on `platform` (worth a warning at startup).
     pub fn nobody_on(&self, platform: Platform) -> bool {
         !self.allow_all
+            && self.operators.get(&platform).is_none_or(HashSet::is_empty)
             && self
                 .per_platform
                 .get(&platform)
@@ -129,5 +174,47 @@ mod tests {
         assert!(a.allows(Platform::Email, &"eve@team.example".into()));
         assert!(!a.allows(Platform::Email, &"bob@example.com".into()));
         assert!(!a.allows(Platform::Telegram, &"bob@corp.example".into()));
+    }
+
+    #[test]
+    fn operators_are_served_as_operators_and_users_as_users() {
+        let mut c = config(&["7"], &["5"], false);
+        c.access.operators = vec!["telegram:9".into(), "email:Ops@Example.com".into()];
+        c.discord.operators = vec!["11".into()];
+        let a = Authorizer::from_config(&c);
+        assert_eq!(
+            a.role(Platform::Telegram, &"9".into()),
+            Some(Role::Operator)
+        );
+        assert_eq!(a.role(Platform::Telegram, &"5".into()), Some(Role::User));
+        assert_eq!(a.role(Platform::Telegram, &"7".into()), Some(Role::User));
+        assert_eq!(
+            a.role(Platform::Telegram, &"11".into()),
+            None,
+            "a Discord operator"
+        );
+        assert_eq!(
+            a.role(Platform::Discord, &"11".into()),
+            Some(Role::Operator)
+        );
+        assert_eq!(
+            a.role(Platform::Email, &"ops@example.com".into()),
+            Some(Role::Operator)
+        );
+        assert_eq!(
+            a.role(Platform::Email, &"OPS@example.com".into()),
+            Some(Role::Operator)
+        );
+        assert_eq!(
+            a.role(Platform::Cli, &"anyone".into()),
+            Some(Role::Operator)
+        );
+        assert!(!a.nobody_on(Platform::Discord), "an operator is somebody");
+        let all = Authorizer::from_config(&config(&[], &[], true));
+        assert_eq!(
+            all.role(Platform::Telegram, &"999".into()),
+            Some(Role::User),
+            "allow-all makes users, not operators"
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! Chat commands answered by the gateway itself, without the model: `/help` (`/start`), `/new`
-//! (`/reset`), `/stop`, `/status`. Anything else starting with `/` goes to the agent.
+//! (`/reset`), `/stop`, `/status`, `/whoami`, `/permissions`, `/sethome`… Anything else starting
+//! with `/` goes to the agent. Commands that change things for everyone (`/sethome`, a level
+//! above `policy.max_level`, `/permissions` in a shared conversation) are an operator's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +14,7 @@ use crate::gateway::adapters::health::ListenerState;
 use crate::gateway::cron::run as cron_run;
 use crate::gateway::lanes::skills_chat;
 use crate::gateway::outbound::replies::replies;
-use crate::policy::Level;
+use crate::policy::{Level, OPERATORS_ONLY, Role};
 use crate::store::InboxOutcome;
 
 /// Answer a built-in command, or `None` if `name` is not one.
@@ -20,6 +22,7 @@ pub(crate) async fn handle(
     shared: &Arc<Shared>,
     msg: &Message,
     key: &SessionKey,
+    role: Role,
     name: &str,
     arg: &str,
 ) -> Option<String> {
@@ -50,9 +53,13 @@ pub(crate) async fn handle(
         }
         "status" => status(shared, key).await,
         "approve" | "deny" => "Nothing is waiting for your approval.".to_owned(),
-        "permissions" => permissions(shared, key, arg).await,
+        "permissions" => permissions(shared, key, role, arg).await,
+        "whoami" => whoami(shared, msg, key, role).await,
         "model" => model(shared, key, arg).await,
         "skills" => skills_chat::command(shared, key, arg).await,
+        "sethome" if !role.is_operator() => {
+            format!("{OPERATORS_ONLY} The home channel is where everyone's scheduled jobs post.")
+        }
         "sethome" => {
             let home = cron_run::Home {
                 chat: msg.chat.id.clone(),
@@ -76,17 +83,24 @@ Commands:\n\
 /new — start a new conversation (/reset works too)\n\
 /stop — stop what I'm doing and drop waiting messages\n\
 /status — this conversation, the model, and my health\n\
+/whoami — who you are to me: your role and this conversation's level\n\
 /compress — summarise the older part of this conversation\n\
 /model [name] — show or switch the model of this conversation\n\
 /skills — the skills I know; /<skill-name> <request> uses one explicitly\n\
-/sethome — make this chat the home channel for scheduled jobs\n\
+/sethome — make this chat the home channel for scheduled jobs (operators)\n\
 /usage — tokens and estimated cost of this conversation\n\
 /permissions [safe|auto|full-access] — show or set what I may do without asking\n\
 /approve, /deny — answer a pending permission request (yes / no work too)\n\
 /help — this message";
 
-async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> String {
-    let default = shared.config().level(key.platform);
+async fn permissions(shared: &Arc<Shared>, key: &SessionKey, role: Role, arg: &str) -> String {
+    let config = shared.config();
+    let default = config.level(key.platform);
+    if !arg.is_empty() && key.is_shared() && !role.is_operator() {
+        return format!(
+            "{OPERATORS_ONLY} This conversation is shared: its level applies to everyone in it."
+        );
+    }
     if !arg.is_empty() {
         let level = match arg.trim().to_lowercase().as_str() {
             "default" | "reset" => None,
@@ -99,6 +113,12 @@ async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> Strin
                 }
             },
         };
+        let ceiling = config.policy.max_level;
+        if level.is_some_and(|l| l > ceiling) && !role.is_operator() {
+            return format!(
+                "{OPERATORS_ONLY} Users can set the level up to {ceiling}; only an operator goes above it."
+            );
+        }
         if let Err(e) = permissions::set_level(&*shared.store, key, level).await {
             tracing::error!(error = %e, "cannot store a permission level");
             return "⚠️ I could not change the level (storage error).".into();
@@ -123,6 +143,34 @@ async fn permissions(shared: &Arc<Shared>, key: &SessionKey, arg: &str) -> Strin
     };
     format!(
         "{changed}Level: {level} — {explain}\nChange with /permissions safe | auto | full-access (default: {default})."
+    )
+}
+
+/// `/whoami`: the sender as the bot knows them, their role and this conversation's level.
+async fn whoami(shared: &Arc<Shared>, msg: &Message, key: &SessionKey, role: Role) -> String {
+    let config = shared.config();
+    let level = permissions::stored_level(&*shared.store, key)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| config.level(key.platform));
+    let can = if role.is_operator() {
+        "you run this bot: every level, /sethome, shared skills and the admin commands are yours"
+            .to_owned()
+    } else {
+        format!(
+            "you can set this conversation's level up to {}; an operator can do more",
+            config.policy.max_level
+        )
+    };
+    let shared_note = if key.is_shared() {
+        " This conversation is shared with the others in it."
+    } else {
+        ""
+    };
+    format!(
+        "You are {} ({}:{}), {role}: {can}. This conversation's level: {level}.{shared_note}",
+        msg.sender.display_name, msg.platform, msg.sender.id
     )
 }
 

@@ -26,7 +26,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 );
             }
             for key in keys {
-                shared.pool.notify(&shared, &key, 0).await;
+                shared.pool.notify(&shared, &key, 0, None).await;
             }
         }
         Err(e) => tracing::error!(error = %e, "cannot read queued messages"),
@@ -64,10 +64,10 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
             tracing::error!(error = %e, "cannot update the inbox");
         }
     };
-    if !shared.authz().allows(msg.platform, &msg.sender.id) {
+    let Some(role) = shared.authz().role(msg.platform, &msg.sender.id) else {
         tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "ignoring a message from a user who is not allowed");
         return ignore(InboxOutcome::Unauthorized).await;
-    }
+    };
     if msg.sender.is_bot {
         return ignore(InboxOutcome::NotAddressed).await;
     }
@@ -89,7 +89,7 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         return ignore(InboxOutcome::NotAddressed).await;
     }
     if let Some((name, arg)) = msg.command()
-        && let Some(reply) = commands::handle(shared, msg, &key, &name, arg).await
+        && let Some(reply) = commands::handle(shared, msg, &key, role, &name, arg).await
     {
         let rows = replies(shared, msg, &reply, &format!("cmd:{}", row.id));
         match shared
@@ -106,7 +106,10 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
         return;
     }
-    shared.pool.notify(shared, &key, row.id).await;
+    shared
+        .pool
+        .notify(shared, &key, row.id, Some(&row.message.sender.id))
+        .await;
 }
 
 /// If `msg` answers a waiting confirmation or question, hand the answer over and say what
@@ -129,7 +132,10 @@ fn answer_waiting(shared: &Shared, msg: &Message, key: &SessionKey) -> Option<St
             Err(why) => format!("button press ignored: {why:?}"),
         });
     }
-    if let Some(answer) = Answer::from_reply(&msg.text)
+    // A typed "yes" counts only when said to the bot: "ok" to someone else in a group must
+    // not approve a command.
+    if msg.trigger.addressed()
+        && let Some(answer) = Answer::from_reply(&msg.text)
         && let Ok(r) = shared.approvals.resolve_oldest(key, by, answer)
     {
         return Some(format!("{} answered by reply", r.subject));

@@ -16,7 +16,7 @@ use crate::agent::TurnControl;
 use crate::config::BusyMode;
 use crate::gateway::Shared;
 use crate::gateway::outbound::replies::replies;
-use crate::store::InboxOutcome;
+use crate::store::{InboxOutcome, InboxRow};
 
 /// One session's lane.
 pub(crate) struct Lane {
@@ -51,6 +51,8 @@ pub(crate) struct LaneState {
     pub control: Option<TurnControl>,
     /// Highest inbox id included in the running turn.
     pub max_included: i64,
+    /// Who the running turn answers.
+    pub requester: Option<hermes_adapter::UserId>,
 }
 
 /// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
@@ -101,6 +103,20 @@ async fn fail_running_turn(shared: &Arc<Shared>, lane: &Lane) {
         Ok(()) => shared.outbox_signal.notify_one(),
         Err(e) => tracing::error!(session = %lane.key, error = %e, "cannot record the failed turn"),
     }
+}
+
+/// The leading messages of one author: a turn answers one person, who alone confirms its tool
+/// calls and whose grants alone apply (in a shared thread the next member's messages get a turn
+/// of their own).
+fn one_author(mut rows: Vec<InboxRow>) -> Vec<InboxRow> {
+    if let Some(first) = rows.first().map(|r| r.message.sender.id.clone()) {
+        let end = rows
+            .iter()
+            .position(|r| r.message.sender.id != first)
+            .unwrap_or(rows.len());
+        rows.truncate(end);
+    }
+    rows
 }
 
 /// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
@@ -157,7 +173,7 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
         let (rows, control) = {
             let mut state = lane.state.lock().await;
             let rows = match shared.store.inbox_queued_for(&lane.key, limit).await {
-                Ok(rows) => rows,
+                Ok(rows) => one_author(rows),
                 Err(e) => {
                     tracing::error!(session = %lane.key, error = %e, "cannot read the inbox");
                     continue;
@@ -168,6 +184,7 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
                 stop: shared.hard_stop.child_token(),
             };
             state.max_included = rows.last().map_or(0, |r| r.id);
+            state.requester = rows.last().map(|r| r.message.sender.id.clone());
             state.control = Some(control.clone());
             (rows, control)
         };

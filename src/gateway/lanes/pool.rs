@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use dashmap::DashMap;
-use hermes_adapter::SessionKey;
+use hermes_adapter::{SessionKey, UserId};
 use tokio::sync::Semaphore;
 
 use super::lane::{self, Lane};
@@ -32,9 +32,16 @@ impl SessionPool {
         }
     }
 
-    /// Row `inbox_id` was queued for `key`: wake (or start) its lane, and in interrupt mode stop
-    /// a running turn that does not include it yet.
-    pub async fn notify(&self, shared: &Arc<Shared>, key: &SessionKey, inbox_id: i64) {
+    /// Row `inbox_id` (from `sender`) was queued for `key`: wake (or start) its lane, and in
+    /// interrupt mode stop a running turn of the same person that does not include it yet
+    /// (another member's message in a shared session waits for a turn of its own).
+    pub async fn notify(
+        &self,
+        shared: &Arc<Shared>,
+        key: &SessionKey,
+        inbox_id: i64,
+        sender: Option<&UserId>,
+    ) {
         let lane = {
             let entry = self.lanes.entry(key.clone()).or_insert_with(|| {
                 let lane = Arc::new(Lane::new(key.clone()));
@@ -49,6 +56,7 @@ impl SessionPool {
             let state = lane.state.lock().await;
             if let Some(control) = &state.control
                 && inbox_id > state.max_included
+                && sender.is_none_or(|s| state.requester.as_ref().is_none_or(|r| r == s))
             {
                 tracing::debug!(session = %key, "newer message: interrupting the running turn");
                 control.interrupt.cancel();

@@ -6,24 +6,41 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, ReviewKind};
 use crate::gateway::Shared;
+use crate::policy::Role;
 use crate::store::SessionRow;
 
 /// Reviews running at once across the daemon.
 pub(crate) const MAX_REVIEWS: usize = 2;
 
+/// What finished turn the reviews look at.
+pub(crate) struct Finished<'a> {
+    pub session: &'a SessionRow,
+    pub tool_rounds: u32,
+    pub tools_called: &'a [String],
+    /// The idempotency key of the answer's first reply (reviews start once it was sent).
+    pub first_reply: Option<String>,
+    /// Whose turn it was: skills are shared by everyone, so only an operator's work may become
+    /// one (a user's transcript, with whatever a web page or a mail put into it, must not write
+    /// every user's prompt); memory is the person's own.
+    pub role: Role,
+}
+
 /// Count the turn's tool work and start the reviews that are due.
-pub(crate) async fn after_turn(
-    shared: &Arc<Shared>,
-    agent: &Arc<Agent>,
-    session: &SessionRow,
-    tool_rounds: u32,
-    tools_called: &[String],
-    first_reply: Option<String>,
-) {
+pub(crate) async fn after_turn(shared: &Arc<Shared>, agent: &Arc<Agent>, turn: Finished<'_>) {
+    let Finished {
+        session,
+        tool_rounds,
+        tools_called,
+        first_reply,
+        role,
+    } = turn;
     let due = match agent.reviews_due(session, tool_rounds, tools_called).await {
-        Ok(due) => due,
+        Ok(due) => due
+            .into_iter()
+            .filter(|k| role.is_operator() || *k != ReviewKind::Skills)
+            .collect::<Vec<_>>(),
         Err(e) => {
             tracing::warn!(error = %e, "cannot count tool rounds for reviews");
             return;
@@ -40,7 +57,7 @@ pub(crate) async fn after_turn(
             let Ok(_permit) = shared.reviews.acquire().await else {
                 return;
             };
-            match agent.review(&session, kind).await {
+            match agent.review(&session, kind, role).await {
                 Ok((answer, usage)) => tracing::info!(
                     session = %session.key,
                     review = kind.as_str(),

@@ -20,6 +20,7 @@ use crate::agent::{Setting, TurnControl, TurnInput, TurnOutcome, TurnReport};
 use crate::gateway::outbound::replies::replies;
 use crate::gateway::{InForce, Shared};
 use crate::llm::{ChatMessage, LlmError};
+use crate::policy::Role;
 use crate::store::{InboxOutcome, InboxRow, SessionRow, StoreError, TurnCommit, TurnRecord};
 
 /// How long to wait before retrying a turn whose storage failed.
@@ -96,6 +97,14 @@ impl<'a> Turn<'a> {
         }))
     }
 
+    /// The role of the person the turn answers, by the allowlists in force.
+    fn role(&self) -> Role {
+        self.now
+            .authz
+            .role(self.last.platform, &self.last.sender.id)
+            .unwrap_or(Role::User)
+    }
+
     /// The last inbox row of the turn: its replies and files are keyed by it.
     fn turn_id(&self) -> i64 {
         self.rows.last().map_or(0, |r| r.id)
@@ -132,6 +141,7 @@ impl<'a> Turn<'a> {
             new_messages: new_messages(shared, &self.now, &self.rows).await,
             control: self.control.clone(),
             requester: Some(last.sender.id.clone()),
+            role: self.role(),
             interaction: Some(person),
             deltas,
             chat: Some(crate::tools::ChatRef {
@@ -219,16 +229,14 @@ impl<'a> Turn<'a> {
             self.shared.outbox_signal.notify_one();
         }
         if answered {
-            let agent = &self.now.agent;
-            reviews::after_turn(
-                self.shared,
-                agent,
-                &self.session,
+            let finished = reviews::Finished {
+                session: &self.session,
                 tool_rounds,
-                &tools_called,
+                tools_called: &tools_called,
                 first_reply,
-            )
-            .await;
+                role: self.role(),
+            };
+            reviews::after_turn(self.shared, &self.now.agent, finished).await;
         }
         None
     }

@@ -145,7 +145,14 @@ impl Tool for SkillManage {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        if !ctx.role.is_operator() {
+            // Skills are shared: every user's prompt lists them. A user's turn (and whatever a
+            // page or a mail put into it) must not rewrite them.
+            return Err(ToolError::Failed(
+                "only an operator can change the shared skills; tell the user to ask an operator (the approach can be noted in memory instead)".into(),
+            ));
+        }
         let args: Args = parse_args(args)?;
         let name = args.name.trim().to_owned();
         // A deleted copy of a bundled skill leaves the bundled one, whose uses still count.
