@@ -17,7 +17,15 @@ async fn invalid_utf8_from_the_platform_blocks_nothing() {
     let bob_answered = || (!w.tg.sent_to(BOB).is_empty()).then_some(());
     wait_for(LONG_WAIT, "Bob's answer", bob_answered, || daemon.log()).await;
     assert_eq!(w.tg.sent_to(BOB)[0].visible_text, "echo: fine");
-    // Alice's message arrives with the broken bytes replaced, or is skipped with a log line.
+    // Alice's message arrives with the broken bytes replaced, or is skipped with a log line
+    // (her turn runs beside Bob's: wait for one or the other).
+    let alice_done = || {
+        (!w.tg.sent_to(ALICE).is_empty() || daemon.log().contains("cannot be parsed")).then_some(())
+    };
+    wait_for(LONG_WAIT, "Alice's answer or the skip", alice_done, || {
+        daemon.log()
+    })
+    .await;
     let alice = w.tg.sent_to(ALICE);
     assert!(
         alice.iter().all(|m| m.visible_text.contains('\u{FFFD}'))

@@ -33,6 +33,11 @@ pub struct GatewayConfig {
     pub group_sessions: GroupSessions,
     /// Agent turns running at once across all sessions.
     pub max_concurrent_turns: usize,
+    /// Turns one person may have running at once, across all their sessions and threads.
+    pub turns_per_person: usize,
+    /// Messages a person may send per minute before the rest queue without interrupting the
+    /// running turn (they are told once to slow down; nothing is dropped).
+    pub messages_per_minute: u32,
     /// An idle session's lane is dropped from memory after this long (its history stays stored).
     /// Fractions are allowed (`0.5` = 30 s).
     pub session_idle_minutes: f64,
@@ -54,6 +59,8 @@ impl Default for GatewayConfig {
             busy_mode: BusyMode::default(),
             group_sessions: GroupSessions::default(),
             max_concurrent_turns: 8,
+            turns_per_person: 2,
+            messages_per_minute: 20,
             session_idle_minutes: 60.0,
             shutdown_grace_secs: 20,
             send_max_attempts: 8,
@@ -68,6 +75,12 @@ impl GatewayConfig {
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
         if self.max_concurrent_turns == 0 {
             return bad("gateway.max_concurrent_turns", "must be at least 1".into());
+        }
+        if self.turns_per_person == 0 {
+            return bad("gateway.turns_per_person", "must be at least 1".into());
+        }
+        if self.messages_per_minute == 0 {
+            return bad("gateway.messages_per_minute", "must be at least 1".into());
         }
         if self.session_idle_minutes.is_nan() || self.session_idle_minutes <= 0.0 {
             return bad("gateway.session_idle_minutes", "must be above 0".into());

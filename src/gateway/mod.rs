@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     pub questions: Book<Reply>,
     /// Bounds background reviews running at once.
     pub reviews: tokio::sync::Semaphore,
+    /// What each person may hold at once: turn slots, message rate, model-calling commands.
+    pub shares: lanes::shares::Shares,
     pub started: Instant,
     /// Cancelled first at shutdown: adapters stop receiving, the router stops routing.
     pub intake: CancellationToken,
@@ -120,6 +122,10 @@ impl Gateway {
             }
         }
         let pool = SessionPool::new(config.gateway.max_concurrent_turns);
+        let shares = lanes::shares::Shares::new(
+            config.gateway.turns_per_person,
+            config.gateway.messages_per_minute,
+        );
         ops::notify::status("starting");
         let shared = Arc::new(Shared {
             adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
@@ -137,6 +143,7 @@ impl Gateway {
             approvals: ApprovalBook::default(),
             questions: Book::default(),
             reviews: lanes::reviews::limit(),
+            shares,
             started: Instant::now(),
             intake: CancellationToken::new(),
             draining: CancellationToken::new(),

@@ -28,8 +28,21 @@ pub(crate) async fn handle(
 ) -> Option<String> {
     Some(match name {
         "compress" => {
-            compress_later(shared.clone(), msg.clone(), key.clone());
-            "🗜 Compressing this conversation…".to_owned()
+            let person = (msg.platform, msg.sender.id.clone());
+            match shared
+                .shares
+                .model_command(&person, std::time::Instant::now())
+            {
+                Ok(()) => {
+                    compress_later(shared.clone(), msg.clone(), key.clone());
+                    "🗜 Compressing this conversation…".to_owned()
+                }
+                Err(wait) => format!(
+                    "⏳ At most {} commands that call the model per minute; try again in {} s.",
+                    crate::gateway::lanes::shares::MODEL_COMMANDS_PER_MINUTE,
+                    wait.as_secs().max(1)
+                ),
+            }
         }
         "help" | "start" => HELP.to_owned(),
         "new" | "reset" => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use hermes_adapter::{Message, SessionKey, Trigger};
 
 use super::commands;
+use crate::gateway::lanes::shares::Pace;
 use crate::gateway::outbound::replies::replies;
 use crate::gateway::{Reply, Shared};
 use crate::policy::Answer;
@@ -106,9 +107,22 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
         return;
     }
+    // Over their rate a person's messages still queue, but no longer interrupt the running
+    // turn (each interruption is another paid model call); they are told once a minute.
+    let person = (msg.platform, msg.sender.id.clone());
+    let pace = shared.shares.pace(&person, std::time::Instant::now());
+    if pace == (Pace::Over { first: true }) {
+        let note = "🐢 You're writing faster than I can answer. Everything you send is kept and answered in order; I just won't restart my answer for each new message.";
+        let rows = replies(shared, msg, note, &format!("slow:{}", row.id));
+        match shared.store.outbox_enqueue(rows).await {
+            Ok(()) => shared.outbox_signal.notify_one(),
+            Err(e) => tracing::error!(error = %e, "cannot queue the slow-down note"),
+        }
+    }
+    let interrupt = pace == Pace::Normal;
     shared
         .pool
-        .notify(shared, &key, row.id, Some(&row.message.sender.id))
+        .notify(shared, &key, row.id, Some((&msg.sender.id, interrupt)))
         .await;
 }
 

@@ -134,15 +134,18 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
             return;
         }
         lane.pending.store(false, Ordering::SeqCst);
-        let has_work = match shared.store.inbox_queued_for(&lane.key, 1).await {
-            Ok(rows) => !rows.is_empty(),
+        let next = match shared.store.inbox_queued_for(&lane.key, 1).await {
+            Ok(rows) => rows
+                .into_iter()
+                .next()
+                .map(|r| (r.message.platform, r.message.sender.id)),
             Err(e) => {
                 tracing::error!(session = %lane.key, error = %e, "cannot read the inbox; retrying");
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 continue;
             }
         };
-        if !has_work {
+        let Some(person) = next else {
             tokio::select! {
                 _ = lane.wake.notified() => continue,
                 _ = shared.draining.cancelled() => return,
@@ -154,7 +157,14 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
                     continue;
                 }
             }
-        }
+        };
+        // The person's own slot first (they cannot hold every global slot with many threads),
+        // then one of the daemon's.
+        let own = tokio::select! {
+            biased;
+            _ = shared.draining.cancelled() => return,
+            p = shared.shares.turn_slot(&person) => p,
+        };
         let permit = tokio::select! {
             biased;
             _ = shared.draining.cancelled() => return,
@@ -196,7 +206,7 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
                 .await;
         }
         lane.state.lock().await.control = None;
-        drop(permit);
+        drop((permit, own));
         if let Some(wait) = retry_in {
             // The provider is down: wait (without holding a turn slot), then try again.
             tokio::select! {

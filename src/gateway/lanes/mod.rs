@@ -11,6 +11,7 @@ pub(crate) mod pool;
 pub(crate) mod prompt_input;
 pub(crate) mod resets;
 pub(crate) mod reviews;
+pub(crate) mod shares;
 pub(crate) mod skills_chat;
 pub(crate) mod stream_view;
 pub(crate) mod turn;

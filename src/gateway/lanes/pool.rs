@@ -32,36 +32,44 @@ impl SessionPool {
         }
     }
 
-    /// Row `inbox_id` (from `sender`) was queued for `key`: wake (or start) its lane, and in
-    /// interrupt mode stop a running turn of the same person that does not include it yet
-    /// (another member's message in a shared session waits for a turn of its own).
+    /// Row `inbox_id` was queued for `key`: wake (or start) its lane. `from` is its sender and
+    /// whether it may interrupt: in interrupt mode it stops a running turn of the same person
+    /// that does not include it yet (another member's message in a shared session waits for a
+    /// turn of its own).
     pub async fn notify(
         &self,
         shared: &Arc<Shared>,
         key: &SessionKey,
         inbox_id: i64,
-        sender: Option<&UserId>,
+        from: Option<(&UserId, bool)>,
     ) {
-        let lane = {
-            let entry = self.lanes.entry(key.clone()).or_insert_with(|| {
-                let lane = Arc::new(Lane::new(key.clone()));
-                tokio::spawn(lane::supervise(shared.clone(), lane.clone()));
-                lane
-            });
-            entry.pending.store(true, Ordering::SeqCst);
-            entry.wake.notify_one();
-            entry.clone()
+        let Some((sender, may_interrupt)) = from else {
+            self.lane_for(shared, key);
+            return;
         };
-        if shared.config().gateway.busy_mode == BusyMode::Interrupt {
+        let lane = self.lane_for(shared, key);
+        if may_interrupt && shared.config().gateway.busy_mode == BusyMode::Interrupt {
             let state = lane.state.lock().await;
             if let Some(control) = &state.control
                 && inbox_id > state.max_included
-                && sender.is_none_or(|s| state.requester.as_ref().is_none_or(|r| r == s))
+                && state.requester.as_ref().is_none_or(|r| r == sender)
             {
                 tracing::debug!(session = %key, "newer message: interrupting the running turn");
                 control.interrupt.cancel();
             }
         }
+    }
+
+    /// Wake the lane of `key`, starting it if it is not running.
+    fn lane_for(&self, shared: &Arc<Shared>, key: &SessionKey) -> Arc<Lane> {
+        let entry = self.lanes.entry(key.clone()).or_insert_with(|| {
+            let lane = Arc::new(Lane::new(key.clone()));
+            tokio::spawn(lane::supervise(shared.clone(), lane.clone()));
+            lane
+        });
+        entry.pending.store(true, Ordering::SeqCst);
+        entry.wake.notify_one();
+        entry.clone()
     }
 
     pub fn get(&self, key: &SessionKey) -> Option<Arc<Lane>> {

@@ -27,6 +27,7 @@ async fn give_back_memory(shared: Arc<Shared>) {
             _ = tokio::time::sleep(EVERY) => {}
             _ = shared.intake.cancelled() => return,
         }
+        shared.shares.shrink(std::time::Instant::now());
         let lanes = shared.pool.active_lanes();
         high = high.max(lanes);
         if high - lanes >= RETIRED {

@@ -171,11 +171,15 @@ fn agent_changes(old: &Config, new: &Config) -> Vec<&'static str> {
 
 /// Sections the scheduler and the endpoints were built from, which a reload cannot change.
 fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
-    let sections: [Section; 3] = [
+    let sections: [Section; 4] = [
         ("cron", |a, b| a.cron != b.cron),
         ("admin", |a, b| a.admin != b.admin),
         ("gateway.max_concurrent_turns", |a, b| {
             a.gateway.max_concurrent_turns != b.gateway.max_concurrent_turns
+        }),
+        ("gateway.turns_per_person / messages_per_minute", |a, b| {
+            (a.gateway.turns_per_person, a.gateway.messages_per_minute)
+                != (b.gateway.turns_per_person, b.gateway.messages_per_minute)
         }),
     ];
     differing(old, new, &sections)

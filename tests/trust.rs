@@ -1,0 +1,211 @@
+//! Trust boundaries through the real binary: operators and users, a panicking lane, an
+//! unreadable inbox row, one person's flood beside another's single message.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use hermes::store::SqliteStore;
+use support::daemon::{ALICE, BOB, World};
+use support::llm::Reply;
+use support::{LONG_WAIT, WAIT, wait_for};
+
+/// Alice runs this bot; Bob is a user.
+const ALICE_OPERATES: &str = "[access]\noperators = [\"telegram:111\"]\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_full_access_is_refused_while_an_operators_works() {
+    let mut w = World::new(ALICE_OPERATES).await;
+    let _daemon = w.start().await;
+    w.tg.private_text(BOB, "Bob", "/permissions full-access");
+    let refused = w.tg.wait_sent(1, WAIT).await.remove(0);
+    assert!(
+        refused.visible_text.contains("Only an operator"),
+        "{}",
+        refused.visible_text
+    );
+    w.tg.private_text(BOB, "Bob", "/whoami");
+    let who = w.tg.wait_sent(2, WAIT).await.remove(1);
+    assert!(
+        who.visible_text.contains("user") && who.visible_text.contains("level: auto"),
+        "{}",
+        who.visible_text
+    );
+    // Within the ceiling a user still chooses.
+    w.tg.private_text(BOB, "Bob", "/permissions safe");
+    let safe = w.tg.wait_sent(3, WAIT).await.remove(2);
+    assert!(
+        safe.visible_text.contains("Level: safe"),
+        "{}",
+        safe.visible_text
+    );
+
+    w.tg.private_text(ALICE, "Alice", "/permissions full-access");
+    let granted = w.tg.wait_sent(4, WAIT).await.remove(3);
+    assert!(
+        granted.visible_text.contains("Level: full-access"),
+        "{}",
+        granted.visible_text
+    );
+    w.tg.private_text(ALICE, "Alice", "/whoami");
+    let who = w.tg.wait_sent(5, WAIT).await.remove(4);
+    assert!(
+        who.visible_text.contains("operator") && who.visible_text.contains("full-access"),
+        "{}",
+        who.visible_text
+    );
+    w.tg.private_text(BOB, "Bob", "/sethome");
+    let home = w.tg.wait_sent(6, WAIT).await.remove(5);
+    assert!(
+        home.visible_text.contains("Only an operator"),
+        "{}",
+        home.visible_text
+    );
+    assert!(w.llm.requests().is_empty(), "commands call no model");
+}
+
+#[cfg(feature = "failpoints")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lane_that_panics_answers_the_next_message() {
+    let mut w = World::new("").await;
+    // The first turn panics inside the lane; nothing else does.
+    w.set_env("FAILPOINTS", "lane-turn=1*panic(injected)");
+    w.llm
+        .set_default(|r| Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default())));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "first");
+    let apology = w.tg.wait_sent(1, WAIT).await.remove(0);
+    assert!(
+        apology.visible_text.contains("something went wrong"),
+        "{}",
+        apology.visible_text
+    );
+    w.tg.private_text(ALICE, "Alice", "second");
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(sent[1].visible_text, "echo: second");
+    assert_eq!(
+        w.llm.requests().len(),
+        1,
+        "the panicked turn is not retried"
+    );
+    assert!(w.logs().contains("the session lane panicked"));
+    assert!(w.logs().contains("injected"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_inbox_row_does_not_stop_the_message_behind_it() {
+    let mut w = World::new("").await;
+    w.llm
+        .set_default(|r| Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default())));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "hello");
+    w.tg.wait_sent(1, WAIT).await;
+    // A row no hermes can read (a corrupt payload, or one a newer version wrote).
+    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    store
+        .call(|c| {
+            c.execute(
+                "INSERT INTO inbox (platform, chat_id, message_id, payload, received_at)
+                 VALUES ('telegram', '111', 'corrupt', '{\"from\": \"the future\"}', 0)",
+                [],
+            )?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    w.tg.private_text(ALICE, "Alice", "after the bad one");
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(sent[1].visible_text, "echo: after the bad one");
+    let (status, out, err) = w.run(&["status"]);
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("poisoned:  1"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_persons_flood_neither_delays_another_nor_loses_a_message() {
+    let mut w = World::new("").await;
+    w.llm.set_default(|r| {
+        Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default()))
+            .delayed(Duration::from_millis(40))
+    });
+    let _daemon = w.start().await;
+    let started = Instant::now();
+    for i in 0..200 {
+        w.tg.private_text(BOB, "Bob", &format!("flood {i}"));
+        if i == 100 {
+            w.tg.private_text(ALICE, "Alice", "just one question");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let alice_answered = || {
+        w.tg.sent_to(ALICE)
+            .iter()
+            .any(|m| m.visible_text == "echo: just one question")
+            .then(Instant::now)
+    };
+    let at = wait_for(WAIT, "Alice's answer", alice_answered, || {
+        format!("sent: {:?}", w.tg.sent().len())
+    })
+    .await;
+    // Bob is told once to slow down; every one of his messages is answered or waiting, none
+    // dropped: the last one reaches the model.
+    let bob_last = || {
+        w.llm
+            .requests()
+            .iter()
+            .any(|r| r.last_user_text().is_some_and(|t| t.contains("flood 199")))
+            .then_some(())
+    };
+    wait_for(
+        LONG_WAIT,
+        "Bob's last message to reach the model",
+        bob_last,
+        || w.logs(),
+    )
+    .await;
+    let bob_done = Instant::now();
+    assert!(
+        at < bob_done,
+        "Alice's answer came before Bob's flood was through ({:?} vs {:?} after the start)",
+        at - started,
+        bob_done - started
+    );
+    let slow =
+        w.tg.sent_to(BOB)
+            .iter()
+            .filter(|m| m.visible_text.contains("writing faster than I can answer"))
+            .count();
+    assert_eq!(slow, 1, "told once this minute");
+    // Every flood message was stored, none ignored, and all are answered in the end.
+    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    let counts = || async {
+        store
+            .call(|c| {
+                Ok(c.query_row(
+                    "SELECT COUNT(*), SUM(status IN ('new', 'queued')), SUM(status = 'ignored')
+                     FROM inbox",
+                    [],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                        ))
+                    },
+                )?)
+            })
+            .await
+            .unwrap()
+    };
+    let deadline = Instant::now() + LONG_WAIT;
+    let (total, open, ignored) = loop {
+        let (total, open, ignored) = counts().await;
+        if open == 0 || Instant::now() > deadline {
+            break (total, open, ignored);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(total, 201, "all 201 messages stored");
+    assert_eq!(ignored, 0, "none dropped");
+    assert_eq!(open, 0, "all answered");
+}
