@@ -71,7 +71,7 @@ pub(super) fn list(value: &str) -> Vec<String> {
         .collect()
 }
 
-fn boolean(var: &str, value: &str) -> Result<bool, ConfigError> {
+pub(super) fn boolean(var: &str, value: &str) -> Result<bool, ConfigError> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),

@@ -340,6 +340,48 @@ fn email_comes_from_the_environment() {
 }
 
 #[test]
+fn the_email_sender_rule_comes_from_the_environment_and_is_said() {
+    let env = [
+        ("EMAIL_ADDRESS", "bot@example.com"),
+        ("EMAIL_IMAP_HOST", "imap.example.com"),
+        ("EMAIL_SMTP_HOST", "smtp.example.com"),
+    ];
+    let mut c = Config::default();
+    c.email.overlay(&env).unwrap();
+    // Nothing configured: no mail is served, and the summary says what to set.
+    let none = c.email.summary();
+    assert!(
+        none.contains("no mail is served") && none.contains("EMAIL_AUTHSERV_IDS"),
+        "{none}"
+    );
+    let env = [("EMAIL_AUTHSERV_IDS", "MX.example.com, mx2.example.com")];
+    c.email.overlay(&env).unwrap();
+    c.email.validate(None).unwrap();
+    assert_eq!(c.email.authserv_ids, ["mx.example.com", "mx2.example.com"]);
+    assert!(
+        c.email
+            .summary()
+            .ends_with("senders: aligned DMARC/DKIM pass from mx.example.com, mx2.example.com"),
+        "{}",
+        c.email.summary()
+    );
+    c.email.authserv_ids.clear();
+    c.email
+        .overlay(&[("EMAIL_TRUST_UNAUTHENTICATED", "true")])
+        .unwrap();
+    assert!(c.email.trust_unauthenticated);
+    assert!(c.email.summary().contains("senders: NOT authenticated"));
+    assert!(
+        c.email
+            .overlay(&[("EMAIL_TRUST_UNAUTHENTICATED", "maybe")])
+            .is_err()
+    );
+    c.email.authserv_ids = vec!["mx.example.com; dmarc=pass".into()];
+    let err = c.email.validate(None).unwrap_err();
+    assert_eq!(err.key, "email.authserv_ids");
+}
+
+#[test]
 fn every_chat_platform_has_one_section_in_both_lists() {
     let mut c = Config::default();
     let read: Vec<Platform> = c.platforms().iter().map(|p| p.platform()).collect();

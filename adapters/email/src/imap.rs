@@ -7,6 +7,11 @@
 //! `Message-ID`), so nothing is lost or answered twice. On the first start on a mailbox only mail
 //! arriving from then on is answered (not a backlog of old unread mail); after a UIDVALIDITY
 //! change the unseen mail is rescanned (the inbox recognises what it already has).
+//!
+//! Each new mail's size and header are read first (`RFC822.SIZE BODY.PEEK[HEADER]`) and the
+//! never-answer rules, sender authentication among them, decided on the header alone; the whole
+//! mail is fetched only for an allowed, authenticated sender and only when it is within
+//! `max_mail_bytes`. Attachments are fetched again later by the mail's UID.
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -15,13 +20,14 @@ use std::time::Duration;
 
 use async_imap::extensions::idle::IdleResponse;
 use futures_util::TryStreamExt;
-use hermes_adapter::{AdapterError, Delivery, InboundSink};
+use hermes_adapter::{AdapterError, Delivery, InboundSink, Outbound};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::parse::{self, Skip};
+use crate::notes;
+use crate::parse::{self, MailRef, Skip};
 use crate::{EmailSettings, Security};
 
 pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + Debug {}
@@ -123,7 +129,7 @@ pub async fn listen(
     s: &EmailSettings,
     sink: &dyn InboundSink,
     shutdown: &CancellationToken,
-    on_mail: &(dyn Fn(&parse::Parsed) + Send + Sync),
+    send_note: &(dyn Fn(Outbound) + Send + Sync),
 ) -> Result<(), AdapterError> {
     let mut session = connect(s).await?;
     let caps = session.capabilities().await.map_err(transient)?;
@@ -165,7 +171,7 @@ pub async fn listen(
     );
     loop {
         sink.heartbeat();
-        process_new(&mut session, s, sink, &mut state, &state_path, on_mail).await?;
+        process_new(&mut session, s, sink, &mut state, &state_path, send_note).await?;
         // New mail announced while we were fetching: look again before waiting.
         let mut news = false;
         while let Ok(r) = session.unsolicited_responses.try_recv() {
@@ -232,14 +238,36 @@ fn is_news(r: &async_imap::types::UnsolicitedResponse) -> bool {
     )
 }
 
-/// Fetch, store, flag and record every mail not handled yet.
+/// The longest header read to screen a mail; a mail with a longer one is not read at all.
+const MAX_HEADER_BYTES: usize = 256 * 1024;
+
+/// Fetch `query` for the one mail `uid` (`None`: it vanished meanwhile).
+async fn fetch_one(
+    session: &mut Session,
+    uid: u32,
+    query: &str,
+) -> Result<Option<async_imap::types::Fetch>, AdapterError> {
+    let fetched: Vec<_> = session
+        .uid_fetch(uid.to_string(), query)
+        .await
+        .map_err(transient)?
+        .try_collect()
+        .await
+        .map_err(transient)?;
+    Ok(fetched.into_iter().find(|f| f.uid == Some(uid)))
+}
+
+/// Screen, fetch, store, flag and record every mail not handled yet. A mail's header (and
+/// size) is read first, and its body only when the header passed every rule (sender
+/// authenticated and allowed) and the mail is within `max_mail_bytes`. A note for the sender
+/// goes out after the mail was recorded, so a mail read again after a crash gets none.
 async fn process_new(
     session: &mut Session,
     s: &EmailSettings,
     sink: &dyn InboundSink,
     state: &mut State,
     state_path: &Path,
-    on_mail: &(dyn Fn(&parse::Parsed) + Send + Sync),
+    send_note: &(dyn Fn(Outbound) + Send + Sync),
 ) -> Result<(), AdapterError> {
     let query = if state.last_uid == 0 {
         "UNSEEN".to_owned()
@@ -254,33 +282,61 @@ async fn process_new(
         .filter(|u| *u > state.last_uid)
         .collect();
     uids.sort_unstable();
+    let head_query = format!("(UID RFC822.SIZE BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>)");
     for uid in uids {
-        let fetched: Vec<_> = session
-            .uid_fetch(uid.to_string(), "(UID RFC822.SIZE BODY.PEEK[])")
-            .await
-            .map_err(transient)?
-            .try_collect()
-            .await
-            .map_err(transient)?;
-        let Some(f) = fetched.into_iter().find(|f| f.uid == Some(uid)) else {
+        let at = MailRef {
+            uid_validity: state.uid_validity,
+            uid,
+        };
+        let Some(head) = fetch_one(session, uid, &head_query).await? else {
             tracing::warn!(uid, "email: mail vanished before it was fetched");
             continue;
         };
-        let raw = f.body().unwrap_or_default();
-        let fallback = format!("{}.{uid}", state.uid_validity);
-        match parse::parse(raw, &fallback, &s.rules) {
-            Ok(parsed) => {
-                on_mail(&parsed);
-                let d = sink
-                    .deliver(parsed.message)
-                    .await
-                    .map_err(|e| transient(format!("inbox: {e}")))?;
-                if d == Delivery::Duplicate {
-                    tracing::debug!(uid, "email: already in the inbox");
+        let size = u64::from(head.size.unwrap_or(0));
+        let header = head.header().unwrap_or_default();
+        let max = s.rules.max_mail_bytes;
+        let mut note = None;
+        let screened = if header.len() >= MAX_HEADER_BYTES {
+            Err(Skip::HeaderTooLarge(MAX_HEADER_BYTES as u64))
+        } else {
+            parse::screen_header(header, at, &s.rules)
+        };
+        match screened {
+            Err(why) => skipped(uid, &why),
+            Ok(screened) if size > max => {
+                skipped(uid, &Skip::TooLarge { size, max });
+                if screened.authenticated {
+                    note = Some(notes::too_large(&screened, size, max));
                 }
             }
-            Err(Skip::Unparseable) => tracing::warn!(uid, "email: malformed mail skipped"),
-            Err(why) => tracing::info!(uid, ?why, "email: not answered"),
+            Ok(_) => {
+                let whole = fetch_one(session, uid, "(UID BODY.PEEK[])").await?;
+                let Some(raw) = whole.as_ref().and_then(|f| f.body()) else {
+                    tracing::warn!(uid, "email: mail vanished before it was fetched");
+                    continue;
+                };
+                match parse::parse(raw, at, &s.rules) {
+                    Ok(parsed) => {
+                        let refused = parsed
+                            .authenticated
+                            .then(|| {
+                                notes::refused_attachments(&parsed, s.rules.max_attachment_bytes)
+                            })
+                            .flatten();
+                        let d = sink
+                            .deliver(parsed.message)
+                            .await
+                            .map_err(|e| transient(format!("inbox: {e}")))?;
+                        if d == Delivery::Duplicate {
+                            tracing::debug!(uid, "email: already in the inbox");
+                        } else {
+                            tracing::debug!(uid, "email: mail handed to the inbox");
+                            note = refused;
+                        }
+                    }
+                    Err(why) => skipped(uid, &why),
+                }
+            }
         }
         session
             .uid_store(uid.to_string(), "+FLAGS.SILENT (\\Seen)")
@@ -293,8 +349,19 @@ async fn process_new(
         if let Err(e) = state.save(state_path) {
             tracing::warn!("email: cannot save IMAP progress: {e}");
         }
+        if let Some(note) = note {
+            send_note(note);
+        }
     }
     Ok(())
+}
+
+/// Log why a mail is not answered (no model call is made for it).
+fn skipped(uid: u32, why: &Skip) {
+    match why {
+        Skip::Unparseable => tracing::warn!(uid, "email: malformed mail skipped"),
+        why => tracing::info!(uid, reason = %why, "email: not answered"),
+    }
 }
 
 /// Append a copy of a sent mail to the Sent folder (best effort).
@@ -305,8 +372,8 @@ pub async fn save_sent(s: &EmailSettings, folder: &str, raw: &[u8]) -> Result<()
     r.map_err(transient)
 }
 
-/// The bytes of attachment `index` of the INBOX mail whose `Message-ID` is `message_id`
-/// (the locator `parse` wrote is `<message_id>#<index>`).
+/// The bytes of an attachment, by the locator `parse` wrote: the mail's UID (under its
+/// UIDVALIDITY), the attachment's index, and the mail's `Message-ID` as a check.
 pub async fn fetch_attachment(
     s: &EmailSettings,
     locator: &str,
@@ -314,45 +381,45 @@ pub async fn fetch_attachment(
 ) -> Result<Vec<u8>, hermes_adapter::SendError> {
     use hermes_adapter::SendError;
     use mail_parser::MessageParser;
-    let (id, index) = locator
-        .rsplit_once('#')
-        .and_then(|(id, i)| Some((id, i.parse::<usize>().ok()?)))
+    let (at, index, message_id) = MailRef::from_locator(locator)
         .ok_or_else(|| SendError::NotFound(format!("bad attachment locator {locator}")))?;
-    if id.contains(['"', '\\', '\r', '\n']) {
-        return Err(SendError::NotFound("unusable Message-ID".into()));
-    }
     let mut session = connect(s)
         .await
         .map_err(|e| SendError::Transient(e.to_string()))?;
     let t = |e: async_imap::error::Error| SendError::Transient(e.to_string());
-    session.examine("INBOX").await.map_err(t)?;
-    let uids = session
-        .uid_search(format!("HEADER Message-ID \"{id}\""))
-        .await
-        .map_err(t)?;
-    let Some(uid) = uids.into_iter().max() else {
+    let mailbox = session.examine("INBOX").await.map_err(t)?;
+    if mailbox.uid_validity != Some(at.uid_validity) {
         session.logout().await.ok();
-        return Err(SendError::NotFound(format!("mail {id} is gone")));
-    };
-    let fetched: Vec<_> = session
-        .uid_fetch(uid.to_string(), "BODY.PEEK[]")
-        .await
-        .map_err(t)?
-        .try_collect()
-        .await
-        .map_err(t)?;
+        return Err(SendError::NotFound(format!(
+            "mail {message_id} is gone (the INBOX's UIDVALIDITY changed)"
+        )));
+    }
+    let fetched = fetch_one(&mut session, at.uid, "(UID RFC822.SIZE BODY.PEEK[])").await;
     session.logout().await.ok();
-    let raw = fetched
-        .iter()
-        .find_map(|f| f.body())
-        .ok_or_else(|| SendError::NotFound(format!("mail {id} has no body")))?;
+    let fetched = fetched.map_err(|e| SendError::Transient(e.to_string()))?;
+    let f = fetched.ok_or_else(|| SendError::NotFound(format!("mail {message_id} is gone")))?;
+    if u64::from(f.size.unwrap_or(0)) > s.rules.max_mail_bytes {
+        return Err(SendError::TooLong);
+    }
+    let raw = f
+        .body()
+        .ok_or_else(|| SendError::NotFound(format!("mail {message_id} has no body")))?;
     let mail = MessageParser::default()
         .parse(raw)
         .ok_or_else(|| SendError::NotFound("unparseable mail".into()))?;
+    let id = mail
+        .message_id()
+        .map(|m| m.trim_matches(|c| c == '<' || c == '>').to_owned())
+        .unwrap_or_else(|| at.fallback_id());
+    if id != message_id {
+        return Err(SendError::NotFound(format!(
+            "mail {message_id} is gone (another mail has its UID)"
+        )));
+    }
     let part = mail
         .attachments()
         .nth(index)
-        .ok_or_else(|| SendError::NotFound(format!("no attachment {index} in {id}")))?;
+        .ok_or_else(|| SendError::NotFound(format!("no attachment {index} in {message_id}")))?;
     if part.len() as u64 > max_bytes {
         return Err(SendError::TooLong);
     }

@@ -7,27 +7,43 @@
 //! mail is seen within moments; servers without IDLE are polled. A lost connection ends `run`
 //! with a transient error and the supervisor reconnects with backoff.
 //!
-//! **Never answered** (mail loops, backscatter): the bot's own address, `MAILER-DAEMON` and
-//! other bounces, `Auto-Submitted` other than `no`, `Precedence: bulk|list|junk`, list mail
-//! (`List-Id`), senders whose `Authentication-Results` show an SPF/DKIM/DMARC failure
-//! (configurable), and senders not on `allowed_senders` (addresses or whole domains). Such mail
-//! is flagged `\Seen` without reaching the inbox, so no model call is made.
+//! **Senders are authenticated** by the receiving server, not by what the mail says: only the
+//! topmost `Authentication-Results` header written by a configured server (`authserv_ids`) is
+//! read, and it must show an aligned DMARC or DKIM pass for the `From:` domain (see `auth.rs`).
+//! Mail without such a header is not served unless `trust_unauthenticated` is set.
+//!
+//! **Never answered** (forgeries, mail loops, backscatter): unauthenticated senders (above), the
+//! bot's own address, `MAILER-DAEMON` and other bounces, `Auto-Submitted` other than `no`,
+//! `Precedence: bulk|list|junk`, list mail (`List-Id`), senders not on `allowed_senders`
+//! (addresses or whole domains), and mail above `max_mail_bytes` (not even fetched). This is
+//! decided on the header before the body is fetched; such mail is flagged `\Seen` without
+//! reaching the inbox, so no model call is made, and the reason is logged.
+//!
+//! **Approvals by mail** need the request's code: a confirmation request's subject carries
+//! `[approval CODE]` (the wait's 64 random bits), and only a reply with that code and a `yes`
+//! or `no` answers it. A bare "yes" is an ordinary mail.
 //!
 //! **Threads and sessions.** The chat is the sender's address (session `email:<address>`); the
 //! subject and `Message-ID`/`References` of the mail travel in the message's thread id, so the
-//! reply (`Re:`, `In-Reply-To`, `References`, a fresh `Message-ID`) threads even when it is sent
-//! after a restart. Mail bodies are wrapped and labelled as untrusted content in the prompt.
+//! reply (`Re:`, `In-Reply-To`, `References`, a `Message-ID` derived from the outbox key, so a
+//! resend carries the same one) threads even when it is sent after a restart. The subject and
+//! body reach the prompt inside a frame labelled untrusted that they cannot close (`frame.rs`);
+//! replies render the agent's markdown to HTML with raw HTML shown as text.
 //!
 //! **Pointing it elsewhere.** Host, port and security (`tls`, `starttls`, `plain`) of both
 //! servers are settings; tests run against Dovecot and a local SMTP front on 127.0.0.1 in plain
 //! mode.
 
+pub mod auth;
+mod frame;
 mod imap;
+mod notes;
 mod outbound;
 pub mod parse;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -37,8 +53,9 @@ use hermes_adapter::{
 };
 use tokio_util::sync::CancellationToken;
 
+pub use auth::Policy;
 pub use outbound::{markdown_to_html, reply_subject};
-pub use parse::{Rules, ThreadInfo};
+pub use parse::{Rules, Skip, ThreadInfo};
 
 /// How a connection is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +131,8 @@ pub const MAX_MESSAGE_LEN: usize = 50_000;
 pub struct EmailAdapter {
     settings: Arc<EmailSettings>,
     smtp: outbound::Smtp,
+    /// The sender rule was logged (once, at the first start).
+    told_rule: AtomicBool,
 }
 
 impl EmailAdapter {
@@ -122,37 +141,33 @@ impl EmailAdapter {
         Ok(EmailAdapter {
             settings: Arc::new(settings),
             smtp,
+            told_rule: AtomicBool::new(false),
         })
     }
 
-    /// A short note to a sender whose attachments were refused by the size cap.
-    fn note_refused(&self, parsed: &parse::Parsed) {
-        if parsed.refused.is_empty() {
-            return;
-        }
-        let list: Vec<String> = parsed
-            .refused
-            .iter()
-            .map(|(n, s)| format!("- {n} ({} MB)", s / (1024 * 1024)))
-            .collect();
-        let text = format!(
-            "Your message was received, but these attachments were not read because they are larger than the {} MB limit:\n\n{}\n",
-            self.settings.rules.max_attachment_bytes / (1024 * 1024),
-            list.join("\n")
-        );
-        let mut out = Outbound::text(
-            parsed.message.chat.id.clone(),
-            text,
-            format!("refused:{}", parsed.message.id),
-        );
-        out.thread = parsed.message.thread.clone();
+    /// Send one of the adapter's own notes (see `notes.rs`) in the background.
+    fn send_note(&self, out: Outbound) {
         let smtp = self.smtp.clone();
         let settings = self.settings.clone();
         tokio::spawn(async move {
             if let Err(e) = outbound::send(&smtp, &settings, &out).await {
-                tracing::warn!("email: could not send the attachment note: {e}");
+                tracing::warn!("email: could not send a note to the sender: {e}");
             }
         });
+    }
+
+    /// Say once which sender rule is in force; loudly when it lets no mail in.
+    fn tell_rule(&self) {
+        if self.told_rule.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let policy = &self.settings.rules.auth;
+        let rule = policy.describe();
+        if policy.authserv_ids.is_empty() && !policy.trust_unauthenticated {
+            tracing::warn!("email: {rule}");
+        } else {
+            tracing::info!("email: {rule}");
+        }
     }
 }
 
@@ -179,8 +194,9 @@ impl Adapter for EmailAdapter {
         sink: Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> Result<(), AdapterError> {
-        let on_mail = |p: &parse::Parsed| self.note_refused(p);
-        imap::listen(&self.settings, sink.as_ref(), &shutdown, &on_mail).await
+        self.tell_rule();
+        let send_note = |out: Outbound| self.send_note(out);
+        imap::listen(&self.settings, sink.as_ref(), &shutdown, &send_note).await
     }
 
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError> {

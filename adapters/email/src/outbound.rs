@@ -1,6 +1,11 @@
-//! Outbound mail: a threaded reply (`Re:`, `In-Reply-To`, `References`, fresh `Message-ID`)
-//! with a text and an HTML alternative rendered from the agent's markdown, sent with lettre's
-//! async SMTP transport; SMTP failures classified for the outbox.
+//! Outbound mail: a threaded reply (`Re:`, `In-Reply-To`, `References`, a `Message-ID` derived
+//! from the outbox row's idempotency key) with a text and an HTML alternative rendered from the
+//! agent's markdown, sent with lettre's async SMTP transport; SMTP failures classified for the
+//! outbox.
+//!
+//! The HTML carries no markup the model wrote itself: raw HTML in its text is shown as text and
+//! images become links, so text the model was steered into writing cannot hide content, dress up
+//! a link or load a tracking pixel in mail from the bot's address.
 
 use hermes_adapter::{Outbound, SendError, SentId};
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart, header::ContentType};
@@ -60,9 +65,28 @@ fn strip_code(subject: &str) -> String {
     }
 }
 
-/// The agent's markdown as HTML.
+/// The agent's markdown as HTML: raw HTML is escaped (shown as text), images are links.
 pub fn markdown_to_html(md: &str) -> String {
-    let parser = pulldown_cmark::Parser::new(md);
+    use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+    let mut opts = Options::empty();
+    opts.insert(Options::ENABLE_STRIKETHROUGH);
+    opts.insert(Options::ENABLE_TABLES);
+    let parser = Parser::new_ext(md, opts).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }),
+        Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+        other => other,
+    });
     let mut body = String::new();
     pulldown_cmark::html::push_html(&mut body, parser);
     format!("<!DOCTYPE html><html><body>{body}</body></html>")
@@ -72,8 +96,42 @@ fn bracket(id: &str) -> String {
     format!("<{}>", id.trim_matches(|c| c == '<' || c == '>'))
 }
 
+/// The `Message-ID` of `out`, on the bot's domain: derived from its idempotency key (with the
+/// recipient and the mail it answers, which keep it unique after the database was reset), so
+/// an outbox resend after a crash carries the same id and the recipient's client shows one mail.
+/// Without a key (never from the outbox), a fresh one.
+pub fn message_id(from: &str, out: &Outbound) -> String {
+    use sha2::{Digest, Sha256};
+    if out.idempotency_key.is_empty() {
+        return new_message_id(from);
+    }
+    let answered = out
+        .thread
+        .as_ref()
+        .and_then(ThreadInfo::from_thread)
+        .map(|t| t.message_id)
+        .unwrap_or_default();
+    let mut h = Sha256::new();
+    for part in [
+        "hermes email Message-ID 1",
+        from,
+        out.chat.as_str(),
+        &answered,
+        &out.idempotency_key,
+    ] {
+        h.update(part.as_bytes());
+        h.update([0u8]);
+    }
+    let hex: String = h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let domain = from.rsplit_once('@').map(|(_, d)| d).unwrap_or("localhost");
+    format!("<hermes.{hex}@{domain}>")
+}
+
 /// A new `Message-ID` on the bot's domain.
-pub fn new_message_id(from: &str) -> String {
+fn new_message_id(from: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let domain = from.rsplit_once('@').map(|(_, d)| d).unwrap_or("localhost");
@@ -108,7 +166,7 @@ pub fn compose(
         .parse()
         .map_err(|e| SendError::NotFound(format!("bad recipient address: {e}")))?;
     let thread = out.thread.as_ref().and_then(ThreadInfo::from_thread);
-    let id = new_message_id(&s.address);
+    let id = message_id(&s.address, out);
     let mut b = lettre::Message::builder()
         .from(from)
         .to(to)
@@ -127,7 +185,8 @@ pub fn compose(
     let mut text = out.text.clone();
     if let Some(c) = &code {
         text.push_str(&format!(
-            "\n\nReply \"yes\" to allow or \"no\" to deny (approval {c})."
+            "\n\nReply to this mail with \"yes\" to allow or \"no\" to deny, keeping the subject: \
+             its code (approval {c}) is what makes the answer count."
         ));
     }
     match &thread {
@@ -240,5 +299,99 @@ mod tests {
     #[test]
     fn markdown_becomes_html() {
         assert!(markdown_to_html("**hi**").contains("<strong>hi</strong>"));
+    }
+
+    #[test]
+    fn raw_html_from_the_model_is_shown_as_text() {
+        let html = markdown_to_html(
+            "Hi <span style=\"display:none\">secret</span> <a href=\"https://evil.test\">bank</a>\n\n<div>block</div>\n\n![](https://track.test/p.gif)",
+        );
+        for live in ["<span", "<a href=\"https://evil", "<div>", "<img"] {
+            assert!(!html.contains(live), "{live} in {html}");
+        }
+        assert!(html.contains("&lt;span style="), "{html}");
+        assert!(html.contains("&lt;div&gt;block&lt;/div&gt;"), "{html}");
+        assert!(
+            html.contains("<a href=\"https://track.test/p.gif\">"),
+            "an image is a link: {html}"
+        );
+    }
+
+    fn settings() -> EmailSettings {
+        let server = crate::ServerSettings {
+            host: "127.0.0.1".into(),
+            port: 25,
+            security: Security::Plain,
+            user: String::new(),
+            password: String::new(),
+        };
+        EmailSettings {
+            address: "bot@example.com".into(),
+            imap: server.clone(),
+            smtp: server,
+            rules: crate::Rules {
+                own_address: "bot@example.com".into(),
+                allowed_senders: Vec::new(),
+                auth: crate::auth::Policy {
+                    authserv_ids: Vec::new(),
+                    require_pass: true,
+                    trust_unauthenticated: false,
+                    rule: String::new(),
+                },
+                max_attachment_bytes: 1,
+                max_mail_bytes: 1,
+            },
+            state_dir: std::env::temp_dir(),
+            force_poll: false,
+            poll_interval: std::time::Duration::from_secs(1),
+            idle_refresh: std::time::Duration::from_secs(1),
+            sent_folder: None,
+        }
+    }
+
+    #[test]
+    fn a_resend_carries_the_same_message_id() {
+        let s = settings();
+        let mut out = Outbound::text("alice@example.com".into(), "hello", "turn:42:1/1");
+        out.thread = Some(
+            ThreadInfo {
+                message_id: "q1@alice.test".into(),
+                subject: "Plans".into(),
+                references: Vec::new(),
+            }
+            .to_thread(),
+        );
+        let (first, id1) = compose(&s, &out, None).unwrap();
+        let (again, id2) = compose(&s, &out, None).unwrap();
+        assert_eq!(id1, id2);
+        assert!(
+            id1.starts_with("<hermes.") && id1.ends_with("@example.com>"),
+            "{id1}"
+        );
+        let header = |m: &lettre::Message| {
+            String::from_utf8_lossy(&m.formatted())
+                .lines()
+                .find(|l| l.to_ascii_lowercase().starts_with("message-id:"))
+                .map(str::to_owned)
+        };
+        assert_eq!(header(&first), header(&again));
+        assert_eq!(header(&first), Some(format!("Message-ID: {id1}")));
+        // Another row, another recipient or another mail answered: another id.
+        let mut other = out.clone();
+        other.idempotency_key = "turn:43:1/1".into();
+        assert_ne!(compose(&s, &other, None).unwrap().1, id1);
+        let mut other = out.clone();
+        other.chat = "bob@example.com".into();
+        assert_ne!(compose(&s, &other, None).unwrap().1, id1);
+        let mut other = out.clone();
+        other.thread = None;
+        assert_ne!(compose(&s, &other, None).unwrap().1, id1);
+        // No key (never from the outbox): a fresh id each time.
+        let mut keyless = out.clone();
+        keyless.idempotency_key.clear();
+        assert_ne!(
+            compose(&s, &keyless, None).unwrap().1,
+            compose(&s, &keyless, None).unwrap().1
+        );
     }
 }

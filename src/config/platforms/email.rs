@@ -8,6 +8,7 @@ use hermes_adapter::{Adapter, Platform};
 use serde::{Deserialize, Serialize};
 
 use super::PlatformSection;
+use crate::config::env::{boolean, list};
 use crate::config::{Config, ConfigError, EnvSource, Secret};
 
 /// The Email adapter. It runs when enabled with an address, a password and both servers' hosts.
@@ -42,10 +43,23 @@ pub struct EmailConfig {
     pub allowed_senders: Vec<String>,
     /// Addresses of the operators (served too; see `[access]`). Env: `EMAIL_OPERATORS`.
     pub operators: Vec<String>,
-    /// Distrust senders whose `Authentication-Results` show an SPF/DKIM/DMARC failure.
+    /// The authserv-id(s) your receiving server writes first in its `Authentication-Results`
+    /// header (`mx.example.com`; an entry also covers its subdomains). Only the topmost such
+    /// header is read; any other is ignored, since senders can write them. Empty: no sender is
+    /// authenticated. Env: `EMAIL_AUTHSERV_IDS` (comma-separated).
+    pub authserv_ids: Vec<String>,
+    /// Serve only senders that header shows an aligned `dmarc=pass` (or a `dkim=pass` whose
+    /// `header.d` aligns with the From domain) for. `false`: refuse only explicit SPF/DKIM/DMARC
+    /// failures.
     pub require_auth_pass: bool,
+    /// Serve mail that carries no header from `authserv_ids` at all, as unauthenticated: anyone
+    /// can then write as an allowed sender. Env: `EMAIL_TRUST_UNAUTHENTICATED`.
+    pub trust_unauthenticated: bool,
     /// Attachments above this size are refused and the sender is told.
     pub max_attachment_mb: u64,
+    /// Mail above this size is not fetched or read; an authenticated, allowed sender is told.
+    /// Env: `EMAIL_MAX_MAIL_MB`.
+    pub max_mail_mb: u64,
     /// Poll every `poll_secs` instead of waiting with IDLE (servers without IDLE are polled anyway).
     pub force_poll: bool,
     pub poll_secs: u64,
@@ -71,8 +85,11 @@ impl Default for EmailConfig {
             smtp_password: Secret::default(),
             allowed_senders: Vec::new(),
             operators: Vec::new(),
+            authserv_ids: Vec::new(),
             require_auth_pass: true,
+            trust_unauthenticated: false,
             max_attachment_mb: 10,
+            max_mail_mb: 25,
             force_poll: false,
             poll_secs: 60,
             sent_folder: String::new(),
@@ -112,6 +129,35 @@ impl EmailConfig {
             self.address.as_str()
         };
         (user, pass)
+    }
+}
+
+impl EmailConfig {
+    /// The sender rule in force, in one line; with no authserv-id and no
+    /// `trust_unauthenticated` a warning that no mail is served and what to set.
+    pub fn sender_rule(&self) -> String {
+        let ids = self.authserv_ids.join(", ");
+        let checked = if self.require_auth_pass {
+            "aligned DMARC/DKIM pass"
+        } else {
+            "no SPF/DKIM/DMARC failure"
+        };
+        match (self.authserv_ids.is_empty(), self.trust_unauthenticated) {
+            (true, false) => "WARNING: no mail is served: no authserv-id is configured, so no \
+                 sender can be authenticated. Set email.authserv_ids (EMAIL_AUTHSERV_IDS) to the \
+                 id your server writes first in its Authentication-Results header, or \
+                 email.trust_unauthenticated = true (EMAIL_TRUST_UNAUTHENTICATED) to serve \
+                 forgeable From: addresses"
+                .to_owned(),
+            (true, true) => "senders: NOT authenticated (trust_unauthenticated = true): anyone \
+                 can write as an allowed sender"
+                .to_owned(),
+            (false, false) => format!("senders: {checked} from {ids}"),
+            (false, true) => format!(
+                "senders: {checked} from {ids}; mail without that header is served NOT \
+                 authenticated (trust_unauthenticated = true)"
+            ),
+        }
     }
 }
 
@@ -217,6 +263,17 @@ impl PlatformSection for EmailConfig {
                 .filter(|s| !s.is_empty())
                 .collect();
         }
+        if let Some(v) = text("EMAIL_AUTHSERV_IDS") {
+            self.authserv_ids = list(&v.to_ascii_lowercase());
+        }
+        if let Some(v) = text("EMAIL_TRUST_UNAUTHENTICATED") {
+            self.trust_unauthenticated = boolean("EMAIL_TRUST_UNAUTHENTICATED", &v)?;
+        }
+        if let Some(v) = text("EMAIL_MAX_MAIL_MB") {
+            self.max_mail_mb = v.parse().map_err(|_| {
+                ConfigError::env("EMAIL_MAX_MAIL_MB", format!("`{v}` is not a number of MB"))
+            })?;
+        }
         if let Some(v) = text("EMAIL_SENT_FOLDER") {
             self.sent_folder = v;
         }
@@ -262,17 +319,39 @@ impl PlatformSection for EmailConfig {
                 "must be at least 1".into(),
             ));
         }
+        if self.max_mail_mb == 0 {
+            return Err(ConfigError::invalid(
+                file,
+                "email.max_mail_mb",
+                "must be at least 1".into(),
+            ));
+        }
+        if let Some(bad) = self
+            .authserv_ids
+            .iter()
+            .find(|id| id.is_empty() || id.contains([' ', ';', '(', ')', '"', '@']))
+        {
+            return Err(ConfigError::invalid(
+                file,
+                "email.authserv_ids",
+                format!(
+                    "`{bad}` is not an authserv-id: use the first word of your server's \
+                     Authentication-Results header, e.g. `mx.example.com`"
+                ),
+            ));
+        }
         Ok(())
     }
 
     fn summary(&self) -> String {
         if self.is_active() {
             format!(
-                "on, {} via IMAP {}:{}, {} allowed sender(s)",
+                "on, {} via IMAP {}:{}, {} allowed sender(s); {}",
                 self.address,
                 self.imap_host,
                 self.imap_port,
-                self.allowed_senders.len()
+                self.allowed_senders.len(),
+                self.sender_rule()
             )
         } else {
             "off (set EMAIL_ADDRESS and EMAIL_IMAP_HOST)".to_owned()
@@ -288,7 +367,7 @@ impl PlatformSection for EmailConfig {
     fn build(&self, config: &Config) -> Result<Arc<dyn Adapter>, String> {
         #[cfg(feature = "email")]
         {
-            use hermes_email::{EmailAdapter, EmailSettings, Rules, ServerSettings};
+            use hermes_email::{EmailAdapter, EmailSettings, Policy, Rules, ServerSettings};
             let (imap_user, imap_pass) = self.imap_login();
             let (smtp_user, smtp_pass) = self.smtp_login();
             let adapter = EmailAdapter::new(EmailSettings {
@@ -310,8 +389,18 @@ impl PlatformSection for EmailConfig {
                 rules: Rules {
                     own_address: self.address.to_ascii_lowercase(),
                     allowed_senders: senders(config),
-                    require_auth_pass: self.require_auth_pass,
+                    auth: Policy {
+                        authserv_ids: self
+                            .authserv_ids
+                            .iter()
+                            .map(|id| id.trim().to_ascii_lowercase())
+                            .collect(),
+                        require_pass: self.require_auth_pass,
+                        trust_unauthenticated: self.trust_unauthenticated,
+                        rule: self.sender_rule(),
+                    },
                     max_attachment_bytes: self.max_attachment_mb * 1024 * 1024,
+                    max_mail_bytes: self.max_mail_mb * 1024 * 1024,
                 },
                 state_dir: config.home.clone(),
                 force_poll: self.force_poll,

@@ -1,6 +1,6 @@
 //! The mail servers `.ci/mail-servers` starts on 127.0.0.1 (Dovecot for IMAP and LMTP, an SMTP
-//! front): their settings, a tiny SMTP client, a Maildir reader, and the headers and text of a
-//! raw mail.
+//! front that authenticates senders like a receiving server): their settings, a tiny SMTP client
+//! (with AUTH), a Maildir reader, and the headers and text of a raw mail.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -17,6 +17,9 @@ pub struct MailServers {
     pub imap_port: u16,
     pub smtp_port: u16,
     pub data: PathBuf,
+    /// The authserv-id the SMTP front writes in the `Authentication-Results` it prepends:
+    /// `dmarc=pass` when the session logged in as the From address's owner, else `fail`.
+    pub authserv_id: String,
 }
 
 impl MailServers {
@@ -33,6 +36,15 @@ impl MailServers {
             imap_port: vars["EMAIL_TEST_IMAP_PORT"].parse().expect("imap port"),
             smtp_port: vars["EMAIL_TEST_SMTP_PORT"].parse().expect("smtp port"),
             data: PathBuf::from(vars["EMAIL_TEST_DATA"]),
+            authserv_id: vars
+                .get("EMAIL_TEST_AUTHSERV_ID")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{path} has no EMAIL_TEST_AUTHSERV_ID: these mail servers come from an older \
+                         .ci/mail-servers whose SMTP front does not authenticate senders; run it again"
+                    )
+                })
+                .to_string(),
         };
         assert!(
             TcpStream::connect(("127.0.0.1", s.imap_port)).is_ok()
@@ -91,8 +103,9 @@ impl MailServers {
             .collect()
     }
 
-    /// Send `raw` from `from` to `to` through the SMTP front; returns once it is delivered.
-    pub fn smtp_send(&self, from: &str, to: &str, raw: &[u8]) {
+    /// Send `raw` from `from` (the envelope sender) to `to` through the SMTP front, logged in as
+    /// `login` (`None`: no AUTH); returns once it is delivered.
+    pub fn smtp_send(&self, login: Option<&str>, from: &str, to: &str, raw: &[u8]) {
         let stream = TcpStream::connect(("127.0.0.1", self.smtp_port)).expect("smtp connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -115,6 +128,12 @@ impl MailServers {
         expect("220");
         w.write_all(b"EHLO test\r\n").unwrap();
         expect("250");
+        if let Some(login) = login {
+            let plain = base64(format!("\0{login}\0secret").as_bytes());
+            w.write_all(format!("AUTH PLAIN {plain}\r\n").as_bytes())
+                .unwrap();
+            expect("235");
+        }
         w.write_all(format!("MAIL FROM:<{from}>\r\n").as_bytes())
             .unwrap();
         expect("250");
@@ -138,6 +157,27 @@ impl MailServers {
         expect("250");
         w.write_all(b"QUIT\r\n").unwrap();
     }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A header of a raw mail (first occurrence, unfolded).

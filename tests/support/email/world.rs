@@ -1,5 +1,7 @@
 //! A world whose daemon talks to Email only: its own bot, Alice and Mallory mailboxes on the
 //! shared mail servers, the daemon started once its IMAP connection is up, and waits for mail.
+//! People send logged in as themselves, so the SMTP front vouches for them (`dmarc=pass`), and
+//! the daemon trusts that front's `Authentication-Results` (`EMAIL_AUTHSERV_IDS`).
 
 use std::time::Duration;
 
@@ -50,6 +52,7 @@ impl MailWorld {
             ("EMAIL_SMTP_SECURITY", "plain".into()),
             ("EMAIL_SMTP_USER", String::new()),
             ("EMAIL_ALLOWED_SENDERS", alice_addr.clone()),
+            ("EMAIL_AUTHSERV_IDS", mail.authserv_id.clone()),
         ] {
             w.set_env(k, &v);
         }
@@ -80,9 +83,16 @@ impl MailWorld {
         self.w.wait_logged(IMAP_CONNECTED, before, timeout).await;
     }
 
-    /// Alice (or anyone) sends `raw` to the bot.
+    /// `from` (Alice, or anyone) sends `raw` to the bot, logged in as themselves.
     pub fn send_to_bot(&self, from: &str, raw: &[u8]) {
-        self.mail.smtp_send(from, &self.bot_addr, raw);
+        let login = from.split('@').next().unwrap_or(from);
+        self.mail.smtp_send(Some(login), from, &self.bot_addr, raw);
+    }
+
+    /// Mallory sends `raw` (whatever its `From:` says) to the bot, logged in as herself.
+    pub fn send_as_mallory(&self, raw: &[u8]) {
+        self.mail
+            .smtp_send(Some(&self.mallory), &self.mallory_addr, &self.bot_addr, raw);
     }
 
     /// A simple text mail from `from` to the bot.
