@@ -3,40 +3,11 @@
 //! decides to log at debug or trace level (request URLs carry the Telegram token).
 
 use std::io::{self, Write};
-use std::sync::RwLock;
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// Never print `secret` in a log line from now on. Values shorter than 6 characters are ignored
-/// (they would mangle ordinary words).
-pub fn register_secret(secret: &str) {
-    let secret = secret.trim();
-    if secret.len() < 6 {
-        return;
-    }
-    if let Ok(mut all) = SECRETS.write()
-        && !all.iter().any(|s| s == secret)
-    {
-        all.push(secret.to_owned());
-    }
-}
-
-/// `text` with every registered secret replaced by `***`.
-pub fn scrub(text: &str) -> String {
-    let Ok(all) = SECRETS.read() else {
-        return text.to_owned();
-    };
-    let mut out = text.to_owned();
-    for s in all.iter() {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "***");
-        }
-    }
-    out
-}
+pub use hermes_adapter::{register_secret, scrub};
 
 /// How log lines look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -98,20 +69,5 @@ impl<'a> MakeWriter<'a> for Scrubbing {
 
     fn make_writer(&'a self) -> Self::Writer {
         Line(Vec::with_capacity(256))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn registered_secrets_are_scrubbed() {
-        register_secret("123456:SECRET-token");
-        register_secret("abc");
-        assert_eq!(
-            scrub("POST http://api/bot123456:SECRET-token/GetMe abc"),
-            "POST http://api/bot***/GetMe abc"
-        );
     }
 }

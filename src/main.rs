@@ -11,6 +11,9 @@ fn main() -> ExitCode {
     hermes::logging::init(cli.log_format);
     // Fault injection for tests (`FAILPOINTS`); nothing without the `failpoints` feature.
     let _faults = fail::FailScenario::setup();
+    // Before any thread: the process closed to its children, its credentials out of its
+    // environment block (the configuration reads a copy taken first).
+    hermes::cli::guard_process();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -209,3 +209,59 @@ async fn one_persons_flood_neither_delays_another_nor_loses_a_message() {
     assert_eq!(ignored, 0, "none dropped");
     assert_eq!(open, 0, "all answered");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_reads_neither_the_daemons_environment_nor_its_state() {
+    // Reading the daemon's /proc entries asks for approval; at full access (an operator's
+    // choice) it runs straight away, and still finds nothing.
+    let mut w = World::new(ALICE_OPERATES).await;
+    w.llm.echo_tool_results();
+    let home = w.home.path().display().to_string();
+    let command = format!(
+        "tr '\\0' '\\n' < /proc/$PPID/environ; head -c 16 {home}/hermes.db; \
+         echo done"
+    );
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({ "command": command }),
+    ));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "/permissions full-access");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "look around");
+    let llm = w.llm.clone();
+    wait_for(
+        WAIT,
+        "the model to see the command's output",
+        || (llm.requests().len() >= 2).then_some(()),
+        || format!("{} model calls", llm.requests().len()),
+    )
+    .await;
+    // What the command printed, as the model received it (before any scrubbing of replies).
+    let seen: Vec<String> = w.llm.requests()[1]
+        .tool_results()
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    let seen = seen.join("\n");
+    // Tool output is scrubbed of registered secrets, so a leak would read `NAME=***`: every
+    // credential variable the command could see must be empty.
+    for name in ["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY"] {
+        for line in seen.lines().filter(|l| l.starts_with(&format!("{name}="))) {
+            assert_eq!(
+                line,
+                format!("{name}="),
+                "{name} reached the terminal:\n{seen}"
+            );
+        }
+    }
+    assert!(seen.contains("done"), "the command ran:\n{seen}");
+    assert!(!seen.contains(support::daemon::TOKEN), "{seen}");
+    assert!(
+        !seen.contains("SQLite format"),
+        "the database was read:\n{seen}"
+    );
+    if hermes::tools::terminal::fence_active() {
+        assert!(seen.contains("Permission denied"), "{seen}");
+    }
+}

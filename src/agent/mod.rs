@@ -18,6 +18,7 @@ mod run;
 pub mod snapshots;
 pub(crate) mod subagent;
 mod toolbox;
+pub use toolbox::terminal_fence;
 mod turn;
 
 use std::sync::Arc;

@@ -67,6 +67,7 @@ pub fn builtin(
     // nothing cuts it again.
     terminal.max_output_bytes = config.agent.tool_output_max_chars.max(1024);
     terminal.hermes_home = Some(config.home.clone());
+    terminal.fence = terminal_fence(config);
     r.register(Arc::new(tools::terminal::TerminalTool::new(terminal)));
     r.register(Arc::new(tools::web_fetch::WebFetch::new(
         tools::web_fetch::WebFetchSettings {
@@ -88,6 +89,24 @@ pub fn builtin(
         config.cron.max_jobs_per_owner,
     )));
     Ok(r)
+}
+
+/// What the terminal's commands may not open: the state directory (but its workspace and its
+/// skills, which commands may read and run), the config file and the env file beside it.
+pub fn terminal_fence(config: &Config) -> tools::terminal::FenceSettings {
+    let mut private = vec![config.home.clone()];
+    if let Some(source) = &config.source {
+        private.push(source.clone());
+        if let Some(dir) = source.parent() {
+            // Where the systemd units keep the tokens (`EnvironmentFile=`).
+            private.push(dir.join("hermes.env"));
+        }
+    }
+    tools::terminal::FenceSettings {
+        private,
+        shared: vec![config.home.join("skills")],
+        writable: vec![config.workspace()],
+    }
 }
 
 #[cfg(test)]

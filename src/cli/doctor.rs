@@ -99,6 +99,10 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         Ok(()) => r.ok("state directory writable", config.home.display()),
         Err(e) => r.fail("state directory", format!("{}: {e}", config.home.display())),
     }
+    r.ok(
+        "terminal",
+        crate::tools::terminal::describe_fence(&crate::agent::terminal_fence(&config)),
+    );
     match Store::open(&config.database_path()) {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);

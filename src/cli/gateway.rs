@@ -56,6 +56,12 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
             return ExitCode::from(2);
         }
     };
+    let fence = crate::tools::terminal::describe_fence(&crate::agent::terminal_fence(&config));
+    if crate::tools::terminal::fence_active() {
+        tracing::info!("{fence}");
+    } else {
+        tracing::warn!("{fence}");
+    }
     let store = match Store::open(&config.database_path()) {
         Ok(s) => s,
         Err(e) => {

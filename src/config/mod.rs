@@ -41,7 +41,7 @@ pub use platforms::{
     DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,
 };
 pub use policy::PolicyConfig;
-pub use secret::Secret;
+pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use tools::{TOOLSETS, ToolsConfig, is_builtin, tools_in};
@@ -127,12 +127,32 @@ pub trait EnvSource {
     fn var(&self, name: &str) -> Option<String>;
 }
 
-/// The real process environment.
+/// The process environment as it was at start: captured once (see [`capture_environment`]),
+/// because the daemon then wipes the credentials out of its live environment block, where its
+/// children could read them in `/proc/<pid>/environ`. A running process's environment never
+/// changes from outside, so the capture is what the live one would say.
 pub struct ProcessEnv;
+
+static STARTING_ENV: std::sync::OnceLock<std::collections::HashMap<String, String>> =
+    std::sync::OnceLock::new();
+
+/// Capture the process environment (once; later calls keep the first capture).
+pub fn capture_environment() {
+    STARTING_ENV.get_or_init(|| {
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect()
+    });
+}
 
 impl EnvSource for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+        capture_environment();
+        STARTING_ENV
+            .get()
+            .and_then(|env| env.get(name))
+            .filter(|v| !v.trim().is_empty())
+            .cloned()
     }
 }
 

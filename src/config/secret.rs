@@ -4,6 +4,23 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Whether an environment variable's name says it holds a credential (`*TOKEN*`, `*SECRET*`,
+/// `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, `*PRIVATE*`, `*KEY`).
+pub fn names_a_credential(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
+        || upper.ends_with("KEY")
+}
+
 /// A credential (bot token, API key). `Debug` and `Display` print `***`; use [`Secret::expose`]
 /// at the one place the value is handed to a client library.
 #[derive(Clone, Default, PartialEq, Eq)]

@@ -57,19 +57,20 @@ impl ToolRegistry {
     }
 
     /// Run one call and return the text the model sees: the result, cut to `max_chars`, or
-    /// `error: …`.
+    /// `error: …`, with every registered secret scrubbed (an MCP server or a web page may echo one).
     pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext, max_chars: usize) -> String {
         let max_chars = self
             .get(&call.name)
             .map_or(max_chars, |t| max_chars.min(t.spec().max_output_chars));
         let outcome = self.try_execute(call, ctx).await;
-        match outcome {
-            Ok(text) => cap(text, max_chars),
+        let text = match outcome {
+            Ok(text) => text,
             Err(e) => {
                 tracing::debug!(tool = %call.name, error = %e, "tool call failed");
-                cap(format!("error: {e}"), max_chars)
+                format!("error: {e}")
             }
-        }
+        };
+        cap(hermes_adapter::scrub(&text), max_chars)
     }
 
     async fn try_execute(&self, call: &ToolCall, ctx: &ToolContext) -> Result<String, ToolError> {

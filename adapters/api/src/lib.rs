@@ -13,6 +13,7 @@
 mod adapter;
 mod message;
 mod outbound;
+mod secrets;
 mod session_key;
 
 pub use adapter::{
@@ -24,6 +25,7 @@ pub use message::{
     Sender, ThreadId, Trigger, UserId,
 };
 pub use outbound::{Button, MAX_CAPTION_CHARS, Outbound, OutboundFile};
+pub use secrets::{register_secret, scrub};
 pub use session_key::{GroupSessions, ParseSessionKeyError, SessionKey, SessionScope};
 
 /// Milliseconds since the Unix epoch, the one timestamp unit that crosses this boundary.

@@ -46,6 +46,8 @@ impl MatrixAdapter {
                 s
             }
         };
+        // A token from a login is a secret the configuration never held: scrub it everywhere.
+        hermes_adapter::register_secret(&session.access_token);
         let restore = MatrixSession {
             meta: SessionMeta {
                 user_id: session.user_id.as_str().try_into().map_err(|e| {

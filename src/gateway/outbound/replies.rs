@@ -25,8 +25,8 @@ pub fn replies(shared: &Shared, to: &Message, text: &str, key: &str) -> Vec<(Pla
     rows
 }
 
-/// Outbox rows for `text` to a chat (and thread), chunked to the platform's limit; empty when
-/// no adapter for the platform is running.
+/// Outbox rows for `text` to a chat (and thread), registered secrets scrubbed, chunked to the
+/// platform's limit; empty when no adapter for the platform is running.
 pub fn to_chat(
     shared: &Shared,
     platform: Platform,
@@ -39,7 +39,9 @@ pub fn to_chat(
         return Vec::new();
     };
     let caps = adapter.capabilities();
-    let chunks = chunk_markdown(text, caps.max_message_len, caps.length_unit);
+    // A secret the model was shown or guessed never leaves in a reply.
+    let text = hermes_adapter::scrub(text);
+    let chunks = chunk_markdown(&text, caps.max_message_len, caps.length_unit);
     let n = chunks.len();
     chunks
         .into_iter()

@@ -293,7 +293,10 @@ impl Availability {
             platform,
             tools: tools.into_iter().map(Into::into).collect(),
             toolsets: toolsets.into_iter().map(Into::into).collect(),
-            env_is_set: Arc::new(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty())),
+            env_is_set: Arc::new(|name| {
+                use crate::config::EnvSource;
+                crate::config::ProcessEnv.var(name).is_some()
+            }),
         }
     }
 

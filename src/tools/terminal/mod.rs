@@ -1,7 +1,8 @@
 //! `terminal`: run a shell command in the workspace and return its exit code and output.
 //!
-//! Each command runs as `/bin/sh -c` in a process group of its own, with standard input closed
-//! and a cleared environment holding only an allowlist (never the daemon's tokens and keys). On
+//! Each command runs as `/bin/sh -c` in a process group of its own, with standard input closed,
+//! a cleared environment holding only an allowlist (never the daemon's tokens and keys), and
+//! behind a Landlock fence that keeps it out of the daemon's state and process (`fence.rs`). On
 //! timeout, when the turn is stopped, or when the call is abandoned, the whole group is killed, so
 //! nothing the command started outlives it; the same happens to background processes still
 //! running when the shell exits. Commands matching the patterns in `dangerous.rs` report a reason
@@ -9,8 +10,11 @@
 
 mod commands;
 mod dangerous;
+mod fence;
 mod lex;
 mod process;
+
+pub use fence::{FenceSettings, active as fence_active, describe as describe_fence};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -49,6 +53,8 @@ pub struct TerminalSettings {
     pub env_allowlist: Vec<String>,
     /// The daemon's state directory: commands touching its `config.toml` need approval.
     pub hermes_home: Option<PathBuf>,
+    /// What commands may not open (the state directory, the config), see `fence.rs`.
+    pub fence: FenceSettings,
 }
 
 impl TerminalSettings {
@@ -63,6 +69,7 @@ impl TerminalSettings {
                 .map(|s| s.to_string())
                 .collect(),
             hermes_home: None,
+            fence: FenceSettings::default(),
         }
     }
 }
@@ -208,12 +215,22 @@ impl Tool for TerminalTool {
             &self.settings.workspace_root,
             &workdir,
         );
+        let fence = self.settings.fence.clone();
+        let fence = tokio::task::spawn_blocking(move || fence::ruleset(&fence))
+            .await
+            .map_err(|e| ToolError::Failed(format!("the terminal's fence: {e}")))?
+            .map_err(|e| {
+                ToolError::Failed(format!(
+                    "the terminal's fence could not be set up ({e}); the command was not run"
+                ))
+            })?;
         let spec = Spec {
             command: &args.command,
             workdir: &workdir,
             env,
             timeout,
             max_output_bytes: self.settings.max_output_bytes,
+            fence,
         };
         let finished = process::run(spec, &ctx.cancel)
             .await

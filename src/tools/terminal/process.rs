@@ -30,6 +30,8 @@ pub(super) struct Spec<'a> {
     pub env: Vec<(String, OsString)>,
     pub timeout: Duration,
     pub max_output_bytes: usize,
+    /// Applied in the child before `/bin/sh` starts (see `fence.rs`).
+    pub fence: Option<landlock::RulesetCreated>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +53,8 @@ pub(super) struct Finished {
 
 /// Run `spec.command` with `/bin/sh -c` and wait for it, its timeout, or `cancel`.
 pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Result<Finished> {
-    let mut child = Command::new("/bin/sh")
+    let mut command = Command::new("/bin/sh");
+    command
         .arg("-c")
         .arg(spec.command)
         .current_dir(spec.workdir)
@@ -61,8 +64,21 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    let mut fence = spec.fence;
+    // SAFETY: runs in the forked child before exec and only makes system calls: prctl to drop
+    // CAP_SYS_PTRACE, then (restrict_self) prctl(PR_SET_NO_NEW_PRIVS) and
+    // landlock_restrict_self; nothing is allocated on the way to success.
+    unsafe {
+        command.pre_exec(move || {
+            drop_ptrace();
+            match fence.take() {
+                Some(f) => f.restrict_self().map(drop).map_err(io::Error::other),
+                None => Ok(()),
+            }
+        });
+    }
+    let mut child = command.spawn()?;
     // The shell leads a new process group whose id is its pid.
     let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()));
     let mut capture = Capture {
@@ -112,6 +128,18 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         ending,
         output: capture.buffer.render(),
     })
+}
+
+/// Take CAP_SYS_PTRACE out of the capability bounding set, so that a command run as root cannot
+/// regain it at exec: without it, the daemon's non-dumpable `/proc/<pid>/environ` is closed to
+/// it (Landlock alone still lets a sandboxed process read it). Without the right to drop it (not
+/// root) there is nothing to drop.
+fn drop_ptrace() {
+    const CAP_SYS_PTRACE: libc::c_ulong = 19;
+    // SAFETY: PR_CAPBSET_DROP changes only this process's bounding set.
+    unsafe {
+        libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+    }
 }
 
 /// The command's process group; killed with SIGKILL if still set when dropped (the tool's
@@ -256,17 +284,7 @@ impl HeadTail {
 /// configuration and anything named like a credential.
 pub(super) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "PRIVATE",
-    ]
-    .iter()
-    .any(|word| upper.contains(word))
-        || upper.ends_with("KEY")
+    crate::config::names_a_credential(name)
         || ["HERMES_", "OPENAI_", "TELEGRAM_"]
             .iter()
             .any(|prefix| upper.starts_with(prefix))

@@ -278,3 +278,55 @@ fn spec_and_schema() {
     assert_eq!(spec.parameters["required"], json!(["command"]));
     assert!(spec.timeout > MAX_TIMEOUT);
 }
+
+#[tokio::test]
+async fn the_fence_keeps_commands_out_of_private_files_and_away_from_the_parent() {
+    if !fence::active() {
+        eprintln!("SKIP: this kernel has no Landlock");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let home = root.path().join("home");
+    let workspace = home.join("workspace");
+    let skills = home.join("skills");
+    for dir in [&workspace, &skills] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(home.join("hermes.db"), "private-state").unwrap();
+    std::fs::write(home.join("hermes.env"), "TOKEN=private-env").unwrap();
+    std::fs::write(root.path().join("config.toml"), "private-config").unwrap();
+    std::fs::write(root.path().join("notes.txt"), "public-notes").unwrap();
+    std::fs::write(skills.join("run.sh"), "echo skill-ran").unwrap();
+    let mut settings = TerminalSettings::new(&workspace);
+    settings.fence = FenceSettings {
+        // The env file inside the state directory must not open the directory's other files.
+        private: vec![
+            home.clone(),
+            root.path().join("config.toml"),
+            home.join("hermes.env"),
+        ],
+        shared: vec![skills.clone()],
+        writable: vec![workspace.clone()],
+    };
+    let tool = TerminalTool::new(settings);
+    let r = root.path().display();
+    let command = format!(
+        "cat {r}/home/hermes.db; cat {r}/config.toml; cat {r}/notes.txt; \
+         sh {r}/home/skills/run.sh; echo made > {r}/home/skills/new 2>&1 || echo no-write; \
+         echo ws > out && cat out; head -c 1 /proc/$PPID/mem; kill -0 $PPID && echo signalled"
+    );
+    let out = run(&tool, json!({ "command": command })).await.unwrap();
+    for private in ["private-state", "private-config", "signalled"] {
+        assert!(
+            !out.contains(private),
+            "{private} reached the command:\n{out}"
+        );
+    }
+    for public in ["public-notes", "skill-ran", "no-write", "\nws\n"] {
+        assert!(out.contains(public), "{public:?} missing:\n{out}");
+    }
+    assert!(
+        out.matches("Permission denied").count() >= 3,
+        "the state, the config and the parent's memory are refused:\n{out}"
+    );
+}
