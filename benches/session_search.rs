@@ -457,7 +457,7 @@ pub async fn run(total: u64) -> Summary {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
-    let store = Store::open(&path).expect("open the database");
+    let store = Store::open(&path, hermes::store::Durability::Normal).expect("open the database");
     let fill_took = match reused {
         Some(took) => {
             println!("reusing {} (filled in {took})", path.display());

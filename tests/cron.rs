@@ -238,7 +238,11 @@ async fn missed_runs_follow_the_grace_policy() {
     add_job(&w, "every 1h");
     add_job(&w, "every 1h");
     // Job 1 was due 30 minutes ago (within grace), job 2 five hours ago (beyond).
-    let store = hermes::store::SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = hermes::store::SqliteStore::open(
+        &w.home.path().join("hermes.db"),
+        hermes::store::Durability::Normal,
+    )
+    .unwrap();
     let now = hermes_adapter::now_millis();
     store
         .call(move |c| {

@@ -21,7 +21,11 @@ async fn an_idle_session_starts_over_and_the_user_is_told() {
     assert_eq!(w.llm.requests()[1].user_texts().len(), 2);
 
     // Two hours pass without a message.
-    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = SqliteStore::open(
+        &w.home.path().join("hermes.db"),
+        hermes::store::Durability::Normal,
+    )
+    .unwrap();
     store
         .call(|c| Ok(c.execute("UPDATE sessions SET updated_at = updated_at - 7200000", [])?))
         .await

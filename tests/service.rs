@@ -66,6 +66,49 @@ async fn admin_endpoint_reports_health_readiness_metrics_and_status() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_token_guards_everything_but_health_and_is_required_beyond_loopback() {
+    let mut w = World::new("").await;
+    // Beyond loopback without a token: the configuration is refused, naming what to set.
+    w.set_env("HERMES_ADMIN_LISTEN", "0.0.0.0:0");
+    let (status, out, err) = w.run(&["config", "check"]);
+    assert!(!status.success(), "{out}");
+    assert!(
+        err.contains("admin.token") && err.contains("HERMES_ADMIN_TOKEN"),
+        "{err}"
+    );
+
+    w.set_env("HERMES_ADMIN_LISTEN", "127.0.0.1:0");
+    w.set_env("HERMES_ADMIN_TOKEN", "admin-secret-1234");
+    let _daemon = w.start().await;
+    let admin = w.admin_url().await;
+    assert_eq!(get(&format!("{admin}/healthz")).await.0, 200);
+    for path in ["status", "metrics", "readyz"] {
+        assert_eq!(get(&format!("{admin}/{path}")).await.0, 401, "/{path}");
+    }
+    let authed = reqwest::Client::new()
+        .get(format!("{admin}/status"))
+        .bearer_auth("admin-secret-1234")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(authed.status().as_u16(), 200);
+    let wrong = reqwest::Client::new()
+        .get(format!("{admin}/metrics"))
+        .bearer_auth("admin-secret-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    // `hermes status` sends the token it is configured with.
+    let (status, out, err) = w.run(&["status"]);
+    assert!(status.success(), "{out}{err}");
+    w.set_env("HERMES_ADMIN_TOKEN", "");
+    let (status, _, err) = w.run(&["status"]);
+    assert!(!status.success());
+    assert!(err.contains("HERMES_ADMIN_TOKEN"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_fails_while_the_platform_is_unreachable_and_status_says_why() {
     let mut w = World::new("[admin]\nready_max_silence_secs = 1\n").await;
     let _daemon = w.start().await;

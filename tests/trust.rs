@@ -101,7 +101,11 @@ async fn an_unreadable_inbox_row_does_not_stop_the_message_behind_it() {
     w.tg.private_text(ALICE, "Alice", "hello");
     w.tg.wait_sent(1, WAIT).await;
     // A row no hermes can read (a corrupt payload, or one a newer version wrote).
-    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = SqliteStore::open(
+        &w.home.path().join("hermes.db"),
+        hermes::store::Durability::Normal,
+    )
+    .unwrap();
     store
         .call(|c| {
             c.execute(
@@ -177,7 +181,11 @@ async fn one_persons_flood_neither_delays_another_nor_loses_a_message() {
             .count();
     assert_eq!(slow, 1, "told once this minute");
     // Every flood message was stored, none ignored, and all are answered in the end.
-    let store = SqliteStore::open(&w.home.path().join("hermes.db")).unwrap();
+    let store = SqliteStore::open(
+        &w.home.path().join("hermes.db"),
+        hermes::store::Durability::Normal,
+    )
+    .unwrap();
     let counts = || async {
         store
             .call(|c| {
@@ -264,4 +272,54 @@ async fn the_terminal_reads_neither_the_daemons_environment_nor_its_state() {
     if hermes::tools::terminal::fence_active() {
         assert!(seen.contains("Permission denied"), "{seen}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_loris_on_the_events_listener_is_cut_off_while_telegram_keeps_answering() {
+    use support::slack::{Mode, SlackWorld};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sw = SlackWorld::new("", Mode::Events).await;
+    sw.w.set_env("TELEGRAM_BOT_TOKEN", support::daemon::TOKEN);
+    let _daemon = sw.start().await;
+    // More connections than the listener takes (64), each sending half a request head.
+    let mut slow = Vec::new();
+    for _ in 0..80 {
+        let mut s = tokio::net::TcpStream::connect(&sw.listen).await.unwrap();
+        let _ = s
+            .write_all(b"POST /slack/events HTTP/1.1\r\nHost: x\r\n")
+            .await;
+        slow.push(s);
+    }
+    let began = Instant::now();
+    sw.w.tg.private_text(ALICE, "Alice", "still there?");
+    let reply = sw.w.tg.wait_sent(1, WAIT).await.remove(0);
+    assert_eq!(reply.visible_text, "echo: still there?");
+    // Every slow connection is closed: the ones over the cap at once, the others when their
+    // head is late (10 s).
+    for s in &mut slow {
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => {}
+            Ok(Ok(n)) => {
+                // A 408 or 400 before closing is fine too; then it must close.
+                let rest = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await;
+                assert!(
+                    matches!(rest, Ok(Ok(0) | Err(_))),
+                    "answered {n} bytes and stayed open"
+                );
+            }
+            Err(_) => panic!("a slow connection was still open after 20 s"),
+        }
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    // The listener serves again: a signed event is stored and answered.
+    let (event, _) = sw.slack.dm_event(support::slack::ALICE, "after the flood");
+    let (status, body, _) = sw.events().post_json(&event, None).await;
+    assert_eq!(status, 200, "{body}");
+    let posted = sw.slack.wait_posted(1, WAIT).await;
+    assert_eq!(posted[0].text, "echo: after the flood");
 }

@@ -23,7 +23,7 @@ pub(super) async fn chat(config: Config) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let store = match Store::open(&config.database_path()) {
+    let store = match super::open_store(&config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

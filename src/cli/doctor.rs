@@ -4,7 +4,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::config::{Config, ProcessEnv};
-use crate::store::Store;
 
 pub(super) fn config_check(path: Option<&Path>) -> ExitCode {
     match Config::load(path, &ProcessEnv) {
@@ -103,7 +102,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         "terminal",
         crate::tools::terminal::describe_fence(&crate::agent::terminal_fence(&config)),
     );
-    match Store::open(&config.database_path()) {
+    match super::open_store(&config) {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);
             let out = store.outbox_stats().await.unwrap_or_default();

@@ -9,7 +9,6 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::gateway::{Gateway, Reloader};
-use crate::store::Store;
 
 /// The adapters the configuration enables (and this build includes).
 pub(super) fn adapters(config: &Config) -> Result<Vec<Arc<dyn Adapter>>, String> {
@@ -62,7 +61,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     } else {
         tracing::warn!("{fence}");
     }
-    let store = match Store::open(&config.database_path()) {
+    let store = match super::open_store(&config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -156,6 +156,15 @@ fn emit(text: &str) -> Outcome {
     }
 }
 
+/// The configured database, with the configured durability.
+pub(crate) fn open_store(config: &Config) -> Result<crate::store::Store, crate::store::StoreError> {
+    let durability = match config.store.synchronous {
+        crate::config::Synchronous::Normal => crate::store::Durability::Normal,
+        crate::config::Synchronous::Full => crate::store::Durability::Full,
+    };
+    crate::store::Store::open_with(&config.database_path(), durability)
+}
+
 /// Load the configuration, printing one clear error.
 fn load(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
     load_config(path).map_err(|e| {

@@ -50,8 +50,7 @@ pub enum SessionsAction {
 }
 
 pub(super) async fn sessions(config: Config, action: SessionsAction) -> ExitCode {
-    let path = config.database_path();
-    let store = match Store::open(&path) {
+    let store = match super::open_store(&config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -67,7 +67,7 @@ async fn load(sources: &SkillSources) -> Result<SkillLibrary, String> {
 
 /// The store, for usage counts; skills work without it.
 fn store(config: &Config) -> Option<Store> {
-    Store::open(&config.database_path()).ok()
+    super::open_store(config).ok()
 }
 
 fn one_line(text: &str, max: usize) -> String {

@@ -30,7 +30,17 @@ pub(super) async fn status(config: &Config, json: bool) -> ExitCode {
         }
     };
     let url = format!("http://{addr}/status");
-    let report: StatusReport = match client.get(&url).send().await {
+    let mut request = client.get(&url);
+    if !config.admin.token.is_empty() {
+        request = request.bearer_auth(config.admin.token.expose());
+    }
+    let report: StatusReport = match request.send().await {
+        Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
+            eprintln!(
+                "hermes: {url} wants the admin token: set HERMES_ADMIN_TOKEN (or admin.token) as the daemon has it"
+            );
+            return ExitCode::FAILURE;
+        }
         Ok(r) => match r.json().await {
             Ok(report) => report,
             Err(e) => {

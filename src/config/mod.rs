@@ -42,7 +42,7 @@ pub use platforms::{
 };
 pub use policy::PolicyConfig;
 pub use secret::{Secret, names_a_credential};
-pub use service::{AdminConfig, RetentionConfig};
+pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use tools::{TOOLSETS, ToolsConfig, is_builtin, tools_in};
 pub use transcription::{TranscriptionConfig, TranscriptionEndpoint};
@@ -74,6 +74,7 @@ pub struct Config {
     pub email: EmailConfig,
     pub matrix: MatrixConfig,
     pub admin: AdminConfig,
+    pub store: StoreConfig,
     pub retention: RetentionConfig,
 }
 
@@ -113,6 +114,7 @@ impl Config {
         let mut all = vec![
             self.llm.api_key.expose(),
             self.transcription.api_key.expose(),
+            self.admin.token.expose(),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         for p in self.platforms() {

@@ -13,10 +13,13 @@ use super::ConfigError;
 pub struct AdminConfig {
     /// Off switch.
     pub enabled: bool,
-    /// Address to listen on. It has no authentication: keep it on loopback (or behind a proxy
-    /// that adds some). Port 0 picks a free port, written to `$HERMES_HOME/admin.addr`.
-    /// Env: `HERMES_ADMIN_LISTEN`.
+    /// Address to listen on. Port 0 picks a free port, written to `$HERMES_HOME/admin.addr`.
+    /// Beyond loopback a `token` is required. Env: `HERMES_ADMIN_LISTEN`.
     pub listen: String,
+    /// When set, every path but `/healthz` needs `Authorization: Bearer <token>` (`hermes
+    /// status` sends it). Required when `listen` is not a loopback address.
+    /// Env: `HERMES_ADMIN_TOKEN`.
+    pub token: super::Secret,
     /// `/readyz` fails when an adapter has shown no sign of life for this long.
     pub ready_max_silence_secs: u64,
 }
@@ -26,9 +29,31 @@ impl Default for AdminConfig {
         AdminConfig {
             enabled: true,
             listen: "127.0.0.1:8790".into(),
+            token: super::Secret::default(),
             ready_max_silence_secs: 150,
         }
     }
+}
+
+/// `[store]`: the database.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// What a committed write survives: `normal` (default) a crash of the daemon, `full` a power
+    /// loss or kernel panic as well (each commit waits for the disk).
+    pub synchronous: Synchronous,
+}
+
+/// SQLite's `synchronous` in WAL mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Survives a crash of the process; a power loss may lose the last commits (not the
+    /// database).
+    #[default]
+    Normal,
+    /// Survives a power loss: every commit is on disk before it returns.
+    Full,
 }
 
 /// How long finished rows are kept.
@@ -52,12 +77,24 @@ impl AdminConfig {
     /// The listen address, when the endpoint is on.
     pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
-        if self.enabled && self.listen.parse::<std::net::SocketAddr>().is_err() {
+        if !self.enabled {
+            return Ok(());
+        }
+        let Ok(addr) = self.listen.parse::<std::net::SocketAddr>() else {
             return bad(
                 "admin.listen",
                 format!(
                     "`{}` is not an address with a port (for example \"127.0.0.1:8790\")",
                     self.listen
+                ),
+            );
+        };
+        if !addr.ip().is_loopback() && self.token.is_empty() {
+            return bad(
+                "admin.token",
+                format!(
+                    "the admin endpoint listens beyond loopback ({addr}): set a token \
+                     (HERMES_ADMIN_TOKEN) so that only who has it reads /status and /metrics"
                 ),
             );
         }

@@ -67,15 +67,32 @@ impl<T> Backend for T where
 #[derive(Clone)]
 pub struct Store(Arc<dyn Backend>);
 
+/// What a committed write survives (SQLite's `synchronous` in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Survives a crash of the process (the OS still has the write); a power loss or kernel
+    /// panic may lose the last moments of commits (never corrupts the database).
+    #[default]
+    Normal,
+    /// Survives a power loss too: every commit waits for the disk (slower writes).
+    Full,
+}
+
 impl Store {
     /// A store over `backend`.
     pub fn new(backend: impl Backend) -> Store {
         Store(Arc::new(backend))
     }
 
-    /// Open (creating if needed) the SQLite database at `path` and bring its schema up to date.
+    /// Open (creating if needed) the SQLite database at `path` and bring its schema up to date,
+    /// with the default durability ([`Durability::Normal`]).
     pub fn open(path: &Path) -> Result<Store> {
-        SqliteStore::open(path).map(Store::new)
+        Self::open_with(path, Durability::Normal)
+    }
+
+    /// Open the SQLite database at `path` with `durability`.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Store> {
+        SqliteStore::open(path, durability).map(Store::new)
     }
 
     /// A private in-memory SQLite database (unit tests, benchmarks).

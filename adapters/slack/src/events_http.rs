@@ -6,11 +6,13 @@
 //! answered 401 and nothing of it is stored; one that cannot be stored is answered 500 so Slack
 //! retries it (its `X-Slack-Retry-Num` copies are recognised by the inbox).
 //!
+//! Connections are bounded (count, header and request time, body size checked before buffering)
+//! by `hermes-listener`, so a slow or flooding client cannot hold the port.
+//!
 //! Any path is accepted, so the Request URL, Interactivity URL and slash command URL configured
 //! in the Slack app can all point at the same listener.
 
 use std::collections::HashMap;
-use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,10 +68,15 @@ pub(crate) async fn run(
         )),
     });
     let app = Router::new().fallback(handle).with_state(state);
-    let stop = shutdown.clone();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .into_future();
+    // Slack's payloads are small and it waits 3 s for an answer; anyone holding connections
+    // open or sending slowly is cut off (see hermes-listener).
+    let server = hermes_listener::serve(
+        listener,
+        app,
+        hermes_listener::Limits::default(),
+        shutdown.clone(),
+        "slack-events",
+    );
     let alive = async {
         loop {
             tokio::time::sleep(ALIVE_EVERY).await;
@@ -77,7 +84,7 @@ pub(crate) async fn run(
         }
     };
     tokio::select! {
-        r = server => r.map_err(|e| AdapterError::Transient(format!("Slack events listener failed: {e}"))),
+        () = server => Ok(()),
         _ = alive => Ok(()),
     }
 }

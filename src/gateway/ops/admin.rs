@@ -1,4 +1,6 @@
-//! The admin HTTP endpoint (loopback by default, no authentication):
+//! The admin HTTP endpoint (loopback by default; with `admin.token`, required beyond loopback,
+//! every path but `/healthz` needs `Authorization: Bearer <token>`), bounded per connection
+//! like every listener of the daemon (`hermes-listener`):
 //! - `GET /healthz`: 200 while the process serves requests and its store answers;
 //! - `GET /readyz`: 200 when every enabled adapter is connected and heard from recently, else 503
 //!   with the reason per adapter;
@@ -49,8 +51,11 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
         return None;
     }
     let addr: SocketAddr = config.admin.listen.parse().ok()?;
-    if !addr.ip().is_loopback() {
-        tracing::warn!(%addr, "the admin endpoint has no authentication and listens beyond loopback");
+    let token = Arc::new(config.admin.token.expose().to_owned());
+    if !addr.ip().is_loopback() && token.is_empty() {
+        // Validation refuses this configuration; never serve it even if it got through.
+        tracing::error!(%addr, "the admin endpoint needs admin.token beyond loopback; not started");
+        return None;
     }
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
@@ -66,26 +71,61 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
     }
     tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status)");
     let app = Router::new()
-        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/status", get(status_json))
+        .route_layer(axum::middleware::from_fn_with_state(token, authorized))
+        .route("/healthz", get(healthz))
         .with_state(shared);
     let stop = CancellationToken::new();
-    let until = stop.clone();
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { until.cancelled().await })
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "admin endpoint failed");
-        }
-    });
+    let limits = hermes_listener::Limits {
+        max_connections: 16,
+        ..hermes_listener::Limits::default()
+    };
+    let task = tokio::spawn(hermes_listener::serve(
+        listener,
+        app,
+        limits,
+        stop.clone(),
+        "admin",
+    ));
     Some(Admin {
         stop,
         task,
         addr_file,
     })
+}
+
+/// Let a request through when no token is configured or it carries the token.
+async fn authorized(
+    State(token): State<Arc<String>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if token.is_empty() {
+        return next.run(request).await;
+    }
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if same(given.as_bytes(), token.as_bytes()) {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "a valid admin token is required (Authorization: Bearer …)\n",
+        )
+            .into_response()
+    }
+}
+
+/// Equal, in time that depends only on the lengths.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {

@@ -171,8 +171,9 @@ fn agent_changes(old: &Config, new: &Config) -> Vec<&'static str> {
 
 /// Sections the scheduler and the endpoints were built from, which a reload cannot change.
 fn restart_only_changes(old: &Config, new: &Config) -> Vec<&'static str> {
-    let sections: [Section; 4] = [
+    let sections: [Section; 5] = [
         ("cron", |a, b| a.cron != b.cron),
+        ("store", |a, b| a.store != b.store),
         ("admin", |a, b| a.admin != b.admin),
         ("gateway.max_concurrent_turns", |a, b| {
             a.gateway.max_concurrent_turns != b.gateway.max_concurrent_turns

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::{Result, StoreError};
+use super::{Durability, Result, StoreError};
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
@@ -29,28 +29,48 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     /// Open (creating if needed) the database at `path` and bring its schema up to date.
-    pub fn open(path: &Path) -> Result<SqliteStore> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Open {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+    /// The folders it creates are 0700 and the database 0600 (SQLite gives its WAL and shared
+    /// memory files the database's mode): it holds every conversation.
+    pub fn open(path: &Path, durability: Durability) -> Result<SqliteStore> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        let failed = |e: std::io::Error| StoreError::Open {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(failed)?;
         }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(failed)?;
+        // A database from before (or copied in) is tightened too; not ours to change: leave it.
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         let conn = Connection::open(path).map_err(|e| StoreError::Open {
             path: path.display().to_string(),
             reason: e.to_string(),
         })?;
-        Self::start(conn)
+        Self::start(conn, durability)
     }
 
-    /// A private in-memory database (unit tests, benchmarks).
+    /// A private in-memory database (tests, benchmarks).
     pub fn open_in_memory() -> Result<SqliteStore> {
-        Self::start(Connection::open_in_memory()?)
+        Self::start(Connection::open_in_memory()?, Durability::Normal)
     }
 
-    fn start(mut conn: Connection) -> Result<SqliteStore> {
+    fn start(mut conn: Connection, durability: Durability) -> Result<SqliteStore> {
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let synchronous = match durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         migrations::apply(&mut conn)?;

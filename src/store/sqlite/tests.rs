@@ -16,14 +16,14 @@ mod suite {
 async fn migrations_are_recorded_and_reopening_is_a_no_op() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.db");
-    let store = SqliteStore::open(&path).unwrap();
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
     let v: usize = store
         .call(|c| Ok(c.pragma_query_value(None, "user_version", |r| r.get(0))?))
         .await
         .unwrap();
     assert_eq!(v, migrations::latest());
     drop(store);
-    SqliteStore::open(&path).unwrap();
+    SqliteStore::open(&path, Durability::Normal).unwrap();
 }
 
 #[tokio::test]
@@ -72,7 +72,7 @@ async fn migration_3_backfills_owner_and_trigram_index_of_existing_rows() {
         )
         .unwrap();
     }
-    let store = SqliteStore::open(&path).unwrap();
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
     let owners: Vec<Option<String>> = store
         .call(|c| {
             Ok(c.prepare("SELECT owner FROM sessions ORDER BY id")?
@@ -219,4 +219,31 @@ async fn an_unreadable_outbox_row_is_set_aside_and_its_chat_goes_on() {
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].outbound.idempotency_key, "good");
     assert_eq!(store.outbox_stats().await.unwrap().poisoned, 1);
+}
+
+#[tokio::test]
+async fn the_database_is_private_and_as_durable_as_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("state");
+    let path = home.join("hermes.db");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let store = SqliteStore::open(&path, Durability::Full).unwrap();
+    assert_eq!(mode(&home), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    let level: i64 = store
+        .call(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(level, 2, "FULL");
+    drop(store);
+    // A database left readable by others is tightened when opened.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+    assert_eq!(mode(&path), 0o600);
+    let level: i64 = store
+        .call(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert_eq!(level, 1, "NORMAL");
 }
