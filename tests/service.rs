@@ -31,6 +31,14 @@ async fn admin_endpoint_reports_health_readiness_metrics_and_status() {
     assert_eq!(get(&format!("{admin}/healthz")).await, (200, "ok\n".into()));
     let (code, body) = get(&format!("{admin}/readyz")).await;
     assert_eq!(code, 200, "{body}");
+    // A page reaching it by DNS rebinding names its own host: refused without a token.
+    let rebound = reqwest::Client::new()
+        .get(format!("{admin}/status"))
+        .header("host", "rebind.example:8790")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status().as_u16(), 403);
     assert!(body.contains("telegram: ready"), "{body}");
 
     w.tg.private_text(ALICE, "Alice", "hello");

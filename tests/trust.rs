@@ -323,3 +323,70 @@ async fn a_slow_loris_on_the_events_listener_is_cut_off_while_telegram_keeps_ans
     let posted = sw.slack.wait_posted(1, WAIT).await;
     assert_eq!(posted[0].text, "echo: after the flood");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cannot_post_to_a_chat_its_owner_cannot_write_to() {
+    use hermes::store::CronStore;
+    let mut w = World::new(ALICE_OPERATES).await;
+    // Bob, a user, asks for a job posting into Alice's chat, and for one in his own chat.
+    w.llm.push(Reply::tool_calls(vec![
+        (
+            "cronjob",
+            serde_json::json!({"action": "create", "schedule": "every 1h", "prompt": "spam",
+                "deliver": [format!("telegram:{ALICE}")]}),
+        ),
+        (
+            "cronjob",
+            serde_json::json!({"action": "create", "schedule": "5s", "prompt": "say hi", "name": "hi"}),
+        ),
+    ]));
+    w.llm.push(Reply::text("Done."));
+    w.llm.set_default(|_| Reply::text("hi from the job"));
+    let _daemon = w.start().await;
+    w.tg.private_text(BOB, "Bob", "schedule things");
+    w.tg.wait_sent(1, WAIT).await;
+    let results = w.llm.requests()[1].tool_result_texts();
+    assert!(
+        results[0].contains("only to the chat it is made in") || results[0].contains("error"),
+        "{results:?}"
+    );
+    assert!(results[1].starts_with("Created"), "{results:?}");
+    // His own job is then pointed at Alice's chat behind the tool's back (a row from an older
+    // version, an edited database): the run still does not post there.
+    let store = SqliteStore::open(
+        &w.home.path().join("hermes.db"),
+        hermes::store::Durability::Normal,
+    )
+    .unwrap();
+    let target = serde_json::json!([format!("telegram:{ALICE}")]).to_string();
+    let changed = store
+        .call(move |c| {
+            Ok(c.execute(
+                "UPDATE cron_jobs SET deliver = ?1 WHERE name = 'hi'",
+                [target],
+            )?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(changed, 1, "exactly Bob's one job exists");
+    let deadline = Instant::now() + LONG_WAIT;
+    let run = loop {
+        let runs = store.cron_runs(1, 5).await.unwrap();
+        if let Some(run) = runs.into_iter().find(|r| r.finished_at.is_some()) {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the job never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let output = run.output.unwrap_or_default();
+    assert!(
+        output.contains("delivers only to the chat it was made in"),
+        "{output}"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        w.tg.sent().iter().all(|m| m.chat_id != ALICE),
+        "nothing reached Alice: {:?}",
+        w.tg.sent()
+    );
+}

@@ -89,7 +89,10 @@ impl GatewayConfig {
             return bad("gateway.send_max_attempts", "must be at least 1".into());
         }
         for entry in &self.allowed_users {
+            // A bare Matrix id (`@alice:example.org`) has a colon of its own.
+            let bare_matrix = entry.trim().starts_with('@');
             if let Some((platform, id)) = entry.split_once(':')
+                && !bare_matrix
                 && (platform.parse::<hermes_adapter::Platform>().is_err() || id.is_empty())
             {
                 return bad(

@@ -401,3 +401,17 @@ fn every_chat_platform_has_one_section_in_both_lists() {
         );
     }
 }
+
+#[test]
+fn a_bare_matrix_id_is_a_valid_global_allowlist_entry() {
+    let mut c = Config::default();
+    c.gateway.allowed_users = vec![
+        "@alice:example.org".into(),
+        "matrix:@bob:example.org".into(),
+    ];
+    c.gateway.validate(None).unwrap();
+    let on_matrix = c
+        .gateway
+        .allowed_on(hermes_adapter::Platform::Matrix, |e| e.starts_with('@'));
+    assert_eq!(on_matrix, ["@alice:example.org", "@bob:example.org"]);
+}

@@ -100,12 +100,39 @@ impl MemoryFiles {
         }
     }
 
-    /// Replace the entries of one file, atomically.
+    /// Read one file's entries, let `edit` change them, and write them back if it did, with no
+    /// other edit in between (the memory tool of a turn and the background review of the same
+    /// person run at the same time).
+    pub fn update<R>(
+        &self,
+        owner: &str,
+        kind: Kind,
+        edit: impl FnOnce(&mut Vec<String>) -> R,
+    ) -> std::io::Result<R> {
+        static EDITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = EDITING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut entries = self.entries(owner, kind)?;
+        let before = entries.clone();
+        let out = edit(&mut entries);
+        if entries != before {
+            self.write(owner, kind, &entries)?;
+        }
+        Ok(out)
+    }
+
+    /// Replace the entries of one file, atomically (a temporary file of its own, renamed).
     pub fn write(&self, owner: &str, kind: Kind, entries: &[String]) -> std::io::Result<()> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
         let path = self.path(owner, kind);
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".{}.tmp", kind.file_name()));
+        let tmp = dir.join(format!(
+            ".{}.{}.{}.tmp",
+            kind.file_name(),
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
         std::fs::write(&tmp, join(entries))?;
         std::fs::rename(&tmp, &path)
     }
@@ -186,5 +213,24 @@ mod tests {
                 .chars()
                 .count()
         );
+    }
+
+    #[test]
+    fn concurrent_edits_of_one_file_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = MemoryFiles::new(dir.path(), MemoryLimits::default());
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                let files = &files;
+                scope.spawn(move || {
+                    for i in 0..25 {
+                        files
+                            .update("cli:me", Kind::Memory, |e| e.push(format!("note {t}-{i}")))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(files.entries("cli:me", Kind::Memory).unwrap().len(), 200);
     }
 }

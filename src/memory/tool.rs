@@ -165,13 +165,18 @@ impl Tool for MemoryTool {
             let kind = kind(args.target);
             let file = kind.file_name();
             let io = |e: std::io::Error| ToolError::Failed(format!("cannot access {file}: {e}"));
-            let mut entries = files.entries(&owner, kind).map_err(io)?;
-            let before = entries.clone();
-            let out = edit(&mut entries, &args, file, files.limits.of(kind))?;
-            if entries != before {
-                files.write(&owner, kind, &entries).map_err(io)?;
-            }
-            Ok(out)
+            let limit = files.limits.of(kind);
+            files
+                .update(&owner, kind, |entries| {
+                    // A refused edit leaves the file as it was.
+                    let unchanged = entries.clone();
+                    let out = edit(entries, &args, file, limit);
+                    if out.is_err() {
+                        *entries = unchanged;
+                    }
+                    out
+                })
+                .map_err(io)?
         })
         .await
         .map_err(|e| ToolError::Failed(format!("memory update failed: {e}")))?

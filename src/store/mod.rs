@@ -13,7 +13,7 @@ mod sessions;
 mod settings;
 mod sqlite;
 #[cfg(test)]
-mod suite;
+pub(crate) mod suite;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -94,7 +94,21 @@ fn payload(out: &Outbound, target: u64) -> Result<Value, SendError> {
     if let Some(rows) = components(out)? {
         body["components"] = rows;
     }
+    // A resend of the same outbox row (after a crash between the send and its record) carries
+    // the same nonce, and Discord returns the message it already made instead of a second one.
+    if !out.idempotency_key.is_empty() {
+        body["nonce"] = json!(nonce(&out.idempotency_key));
+        body["enforce_nonce"] = json!(true);
+    }
     Ok(body)
+}
+
+/// A stable nonce for an idempotency key: FNV-1a, 64 bits in hex (Discord takes 25 characters).
+fn nonce(key: &str) -> String {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 fn thread_name(text: &str) -> String {
@@ -281,6 +295,12 @@ mod tests {
         assert_eq!(body["message_reference"]["message_id"], "55");
         assert_eq!(body["allowed_mentions"]["parse"], json!([]));
         assert!(body.get("components").is_none());
+        // The same row sent again carries the same nonce; another row another one.
+        assert_eq!(body["enforce_nonce"], true);
+        assert_eq!(body["nonce"], payload(&out, 10).unwrap()["nonce"]);
+        let other = Outbound::text("10".into(), "**hi**", "k2");
+        assert_ne!(body["nonce"], payload(&other, 10).unwrap()["nonce"]);
+        assert!(body["nonce"].as_str().unwrap().len() <= 25);
     }
 
     #[test]

@@ -61,11 +61,20 @@ impl MatrixAdapter {
                 if pending.iter().any(|p| p.event_id == id) {
                     return Ok(());
                 }
+                let json: serde_json::Value =
+                    serde_json::from_str(raw.json().get()).unwrap_or_default();
+                // Only the people served may fill the queue (its cap drops the oldest): a
+                // stranger in a room cannot push their genuine messages out.
+                let sender = json["sender"].as_str().unwrap_or_default();
+                if !self.may_invite(sender) {
+                    tracing::debug!(room = %room.room_id(), event = %id, %sender, "matrix: not keeping an undecryptable event from someone not served");
+                    return Ok(());
+                }
                 tracing::warn!(room = %room.room_id(), event = %id, reason = ?utd_info.reason, "matrix: cannot decrypt an event yet; keeping it until its room key arrives");
                 pending.push(Undecryptable {
                     room_id: room.room_id().to_string(),
                     event_id: id,
-                    event: serde_json::from_str(raw.json().get()).unwrap_or_default(),
+                    event: json,
                     first_seen: hermes_adapter::now_millis(),
                 });
                 return Ok(());

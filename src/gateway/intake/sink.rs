@@ -15,6 +15,36 @@ use crate::store::Inbox;
 /// bounded prompts).
 pub const MAX_INBOUND_CHARS: usize = 32_000;
 
+/// Longest name, subject or quoted reply kept, and most attachments listed: every row is
+/// stored before its sender is authorized, so nothing a stranger sends makes one unbounded.
+const MAX_FIELD_CHARS: usize = 1_000;
+const MAX_ATTACHMENTS: usize = 20;
+
+/// Cut the fields besides the text to their bounds.
+fn bound(msg: &mut Message) {
+    let cut = |s: &mut String| {
+        if s.chars().count() > MAX_FIELD_CHARS {
+            *s = s.chars().take(MAX_FIELD_CHARS).collect::<String>() + "…";
+        }
+    };
+    cut(&mut msg.sender.display_name);
+    if let Some(h) = msg.sender.handle.as_mut() {
+        cut(h);
+    }
+    if let Some(s) = msg.subject.as_mut() {
+        cut(s);
+    }
+    if let Some(t) = msg.reply_to.as_mut().and_then(|r| r.text.as_mut()) {
+        cut(t);
+    }
+    msg.attachments.truncate(MAX_ATTACHMENTS);
+    for a in &mut msg.attachments {
+        if let Some(n) = a.name.as_mut() {
+            cut(n);
+        }
+    }
+}
+
 /// The sink of one adapter.
 pub struct AdapterSink {
     pub platform: Platform,
@@ -40,6 +70,7 @@ impl InboundSink for AdapterSink {
                 total - MAX_INBOUND_CHARS
             ));
         }
+        bound(&mut msg);
         self.health.heartbeat(self.platform);
         match self.inbox.inbox_insert(&msg).await {
             Ok(Some(id)) => {
@@ -74,5 +105,37 @@ impl InboundSink for AdapterSink {
             ListenerState::Restarting,
             Some(reason.to_owned()),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_a_stranger_controls_is_bounded() {
+        let mut msg = crate::store::suite::message("1", "m1", "hi");
+        let huge = "x".repeat(100_000);
+        msg.sender.display_name = huge.clone();
+        msg.subject = Some(huge.clone());
+        msg.reply_to = Some(hermes_adapter::ReplyRef {
+            id: "m0".into(),
+            to_bot: false,
+            text: Some(huge.clone()),
+        });
+        msg.attachments = (0..1000)
+            .map(|i| hermes_adapter::Attachment {
+                kind: hermes_adapter::AttachmentKind::Document,
+                mime: None,
+                name: Some(format!("{i}{huge}")),
+                size: None,
+                locator: i.to_string(),
+            })
+            .collect();
+        bound(&mut msg);
+        let stored = serde_json::to_string(&msg).unwrap();
+        assert!(stored.len() < 40_000, "{} bytes", stored.len());
+        assert_eq!(msg.attachments.len(), MAX_ATTACHMENTS);
+        assert_eq!(msg.sender.display_name.chars().count(), MAX_FIELD_CHARS + 1);
     }
 }

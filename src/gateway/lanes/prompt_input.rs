@@ -104,7 +104,8 @@ pub async fn fetch_images(
             Err(hermes_adapter::SendError::TooLong) => {
                 Err(format!("larger than {} MB", MAX_IMAGE_BYTES / 1024 / 1024))
             }
-            Err(e) => Err(e.to_string()),
+            // The error reaches the prompt: no token in a URL it quotes.
+            Err(e) => Err(hermes_adapter::scrub(&e.to_string())),
         };
         out.push((a.clone(), result));
     }
@@ -135,7 +136,7 @@ pub async fn transcripts(
                 "longer than the {} MB the transcription takes",
                 transcriber.max_bytes() / 1024 / 1024
             )),
-            Err(e) => Err(format!("cannot download it: {e}")),
+            Err(e) => Err(hermes_adapter::scrub(&format!("cannot download it: {e}"))),
         };
         out.push((a.clone(), result));
     }

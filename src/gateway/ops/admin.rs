@@ -103,7 +103,22 @@ async fn authorized(
     next: axum::middleware::Next,
 ) -> Response {
     if token.is_empty() {
-        return next.run(request).await;
+        // Loopback without a token: a web page the operator opens could still reach it by DNS
+        // rebinding, which shows in the Host header it sends.
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        return if loopback_host(host) {
+            next.run(request).await
+        } else {
+            (
+                StatusCode::FORBIDDEN,
+                "ask by a loopback address (127.0.0.1, ::1, localhost), or set admin.token\n",
+            )
+                .into_response()
+        };
     }
     let given = request
         .headers()
@@ -121,6 +136,18 @@ async fn authorized(
         )
             .into_response()
     }
+}
+
+/// Whether a Host header names this machine by a loopback name or address (any port).
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Equal, in time that depends only on the lengths.
@@ -181,4 +208,32 @@ async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
 
 async fn status_json(State(shared): State<Arc<Shared>>) -> Response {
     axum::Json(status::report(&shared).await).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_hosts_pass_without_a_token() {
+        for ok in [
+            "127.0.0.1:8790",
+            "localhost:8790",
+            "[::1]:8790",
+            "127.0.0.1",
+            "LOCALHOST",
+        ] {
+            assert!(loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8790",
+            "",
+            "10.0.0.1:8790",
+            "[fe80::1]:80",
+            "localhost.evil.example",
+        ] {
+            assert!(!loopback_host(bad), "{bad}");
+        }
+        assert!(same(b"token", b"token") && !same(b"token", b"tokem") && !same(b"tok", b"token"));
+    }
 }

@@ -316,7 +316,19 @@ async fn create_message(
     if !s.channels.contains_key(&channel) {
         return error(404, 10003, "Unknown Channel");
     }
+    // Like Discord: with `enforce_nonce`, a nonce seen before returns that message again.
+    let nonce = req["nonce"].as_str().map(|n| (channel, n.to_owned()));
+    if req["enforce_nonce"] == json!(true)
+        && let Some(key) = &nonce
+        && let Some(id) = s.nonces.get(key)
+        && let Some(existing) = s.messages.get(id)
+    {
+        return axum::Json(existing.clone()).into_response();
+    }
     let id = snowflake(&mut s);
+    if let Some(key) = nonce {
+        s.nonces.insert(key, id);
+    }
     let reference = req["message_reference"]["message_id"]
         .as_str()
         .and_then(|m| m.parse().ok());

@@ -102,6 +102,8 @@ pub struct DiscordState {
     pub counter: u64,
     pub channels: HashMap<u64, Value>,
     pub messages: HashMap<u64, Value>,
+    /// `(channel, nonce)` → the message created with it (`enforce_nonce`).
+    pub nonces: HashMap<(u64, String), u64>,
     pub sent: Vec<SentMessage>,
     pub edits: Vec<SentMessage>,
     pub typing: Vec<u64>,
@@ -161,6 +163,7 @@ impl FakeDiscord {
             counter: 0,
             channels,
             messages: HashMap::new(),
+            nonces: HashMap::new(),
             sent: Vec::new(),
             edits: Vec::new(),
             typing: Vec::new(),
