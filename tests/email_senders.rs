@@ -44,32 +44,8 @@ async fn a_forged_from_with_a_handwritten_pass_gets_no_reply_and_no_model_call()
         &forged_pass,
     ));
     // A sentinel from the real Alice: once it is answered, the forgery was seen and skipped.
-    mw.send_to_bot(
-        &alice,
-        &mw.text_mail(&alice, "real@alice.test", "Question", "a real question", ""),
-    );
-    let replies = mw.wait_mails(&mw.alice, 1, WAIT).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        mw.mail.mails(&mw.alice).len(),
-        1,
-        "only the real question is answered"
-    );
-    assert_eq!(
-        header(&replies[0], "In-Reply-To").as_deref(),
-        Some("<real@alice.test>")
-    );
-    assert!(
-        mw.mail.mails(&mw.mallory).is_empty(),
-        "mallory gets nothing"
-    );
-    let reqs = mw.w.llm.requests();
-    assert_eq!(reqs.len(), 1, "no model call for the forgery");
-    let asked = reqs[0].last_user_text().unwrap();
-    assert!(
-        asked.contains("a real question") && !asked.contains("evil.test"),
-        "{asked}"
-    );
+    let asked = mw.only_the_sentinel_is_answered().await;
+    assert!(!asked.contains("evil.test"), "{asked}");
     let logs = mw.w.logs();
     assert!(
         logs.contains(NOT_ANSWERED) && logs.contains("sender authentication failed"),

@@ -123,4 +123,35 @@ impl MailWorld {
         };
         wait_for(timeout, &format!("{n} mail(s) for {user}"), check, describe).await
     }
+
+    /// Send Alice's sentinel question and wait for its answer, then check that it is the only
+    /// mail she and Mallory got and the only model call: whatever was sent before it was seen
+    /// and skipped. Returns what the model was asked.
+    pub async fn only_the_sentinel_is_answered(&self) -> String {
+        let alice = self.alice_addr.clone();
+        self.send_to_bot(
+            &alice,
+            &self.text_mail(&alice, "real@alice.test", "Question", "a real question", ""),
+        );
+        let replies = self.wait_mails(&self.alice, 1, crate::support::WAIT).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            self.mail.mails(&self.alice).len(),
+            1,
+            "only the real question is answered"
+        );
+        assert_eq!(
+            super::header(&replies[0], "In-Reply-To").as_deref(),
+            Some("<real@alice.test>")
+        );
+        assert!(
+            self.mail.mails(&self.mallory).is_empty(),
+            "mallory gets nothing"
+        );
+        let reqs = self.w.llm.requests();
+        assert_eq!(reqs.len(), 1, "one model call, for the real question");
+        let asked = reqs[0].last_user_text().unwrap();
+        assert!(asked.contains("a real question"), "{asked}");
+        asked
+    }
 }
