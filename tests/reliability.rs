@@ -119,7 +119,10 @@ async fn a_thousand_messages_from_a_hundred_users_survive_three_sigkills() {
     for (text, n) in &got {
         assert!(expected.contains(text), "unexpected reply {text:?}");
         if *n > 1 {
-            assert_eq!(*n, 2, "{text:?} sent {n} times");
+            // Each kill can catch a row between its send and its record once: a row in flight
+            // at two kills close together (the restart after the first is quick) goes out
+            // three times, never more than once per kill.
+            assert!(*n <= 1 + sent_at_kill.len(), "{text:?} sent {n} times");
             let first = sent.iter().position(|m| &m.visible_text == text).unwrap();
             // In flight at a kill: accepted within the last sends before it, or by a request
             // the fake was still handling when the daemon died (the outbox has at most 16 sends

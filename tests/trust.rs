@@ -194,8 +194,12 @@ async fn one_persons_flood_neither_delays_another_nor_loses_a_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_terminal_reads_neither_the_daemons_environment_nor_its_state() {
     // Reading the daemon's /proc entries asks for approval; at full access (an operator's
-    // choice) it runs straight away, and still finds nothing.
-    let mut w = World::new(ALICE_OPERATES).await;
+    // choice) it runs straight away, and still finds nothing. On the host, not in bubblewrap
+    // (tests/sandbox.rs): the fence and the daemon's own guard are what is tested here.
+    let mut w = World::new(&format!(
+        "{ALICE_OPERATES}\n[tools.sandbox]\nbackend = \"none\"\n"
+    ))
+    .await;
     w.llm.echo_tool_results();
     let home = w.home.path().display().to_string();
     let command = format!(

@@ -68,6 +68,7 @@ pub fn builtin(
     terminal.max_output_bytes = config.agent.tool_output_max_chars.max(1024);
     terminal.hermes_home = Some(config.home.clone());
     terminal.fence = terminal_fence(config);
+    terminal.sandbox = config.tools.sandbox.clone();
     r.register(Arc::new(tools::terminal::TerminalTool::new(terminal)));
     r.register(Arc::new(tools::web_fetch::WebFetch::new(
         tools::web_fetch::WebFetchSettings {

@@ -102,6 +102,12 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         "terminal",
         crate::tools::terminal::describe_fence(&crate::agent::terminal_fence(&config)),
     );
+    let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox);
+    let said = crate::tools::terminal::describe_sandbox(&sandbox, &config.tools.sandbox);
+    match sandbox {
+        crate::tools::terminal::SandboxResolved::Broken(_) => r.fail("sandbox", said),
+        _ => r.ok("sandbox", said),
+    }
     match super::open_store(&config) {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);

@@ -16,6 +16,7 @@ mod llm;
 mod memory;
 mod platforms;
 mod policy;
+mod sandbox;
 mod secret;
 mod service;
 mod sessions;
@@ -41,6 +42,7 @@ pub use platforms::{
     DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,
 };
 pub use policy::PolicyConfig;
+pub use sandbox::{SandboxBackend, SandboxConfig};
 pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};

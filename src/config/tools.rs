@@ -30,6 +30,8 @@ pub struct ToolsConfig {
     pub subagent_max_iterations: u32,
     /// Subagents running at once across the daemon.
     pub max_concurrent_subagents: usize,
+    /// Where the terminal's commands run (`[tools.sandbox]`).
+    pub sandbox: super::SandboxConfig,
 }
 
 impl Default for ToolsConfig {
@@ -45,6 +47,7 @@ impl Default for ToolsConfig {
             terminal_timeout_secs: 60,
             subagent_max_iterations: 50,
             max_concurrent_subagents: 3,
+            sandbox: super::SandboxConfig::default(),
         }
     }
 }
@@ -111,6 +114,6 @@ impl ToolsConfig {
                 "must be at least 1".into(),
             );
         }
-        Ok(())
+        self.sandbox.validate(file)
     }
 }

@@ -413,7 +413,10 @@ impl PlatformSection for EmailConfig {
             Ok(Arc::new(adapter))
         }
         #[cfg(not(feature = "email"))]
-        Err(super::left_out("email", "EMAIL_IMAP_HOST"))
+        {
+            let _ = config;
+            Err(super::left_out("email", "EMAIL_IMAP_HOST"))
+        }
     }
 }
 

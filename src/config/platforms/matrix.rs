@@ -202,7 +202,10 @@ impl PlatformSection for MatrixConfig {
             })))
         }
         #[cfg(not(feature = "matrix"))]
-        Err(super::left_out("matrix", "MATRIX_HOMESERVER"))
+        {
+            let _ = config;
+            Err(super::left_out("matrix", "MATRIX_HOMESERVER"))
+        }
     }
 }
 

@@ -13,8 +13,12 @@ mod dangerous;
 mod fence;
 mod lex;
 mod process;
+mod sandbox;
 
 pub use fence::{FenceSettings, active as fence_active, describe as describe_fence};
+pub use sandbox::{
+    Resolved as SandboxResolved, describe as describe_sandbox, resolve as resolve_sandbox,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +59,8 @@ pub struct TerminalSettings {
     pub hermes_home: Option<PathBuf>,
     /// What commands may not open (the state directory, the config), see `fence.rs`.
     pub fence: FenceSettings,
+    /// Where commands run (`sandbox.rs`). Default: on the host.
+    pub sandbox: crate::config::SandboxConfig,
 }
 
 impl TerminalSettings {
@@ -70,6 +76,10 @@ impl TerminalSettings {
                 .collect(),
             hermes_home: None,
             fence: FenceSettings::default(),
+            sandbox: crate::config::SandboxConfig {
+                backend: crate::config::SandboxBackend::None,
+                ..Default::default()
+            },
         }
     }
 }
@@ -79,6 +89,8 @@ pub struct TerminalTool {
     spec: ToolSpec,
     settings: TerminalSettings,
     danger: DangerContext,
+    /// The backend the configured one resolved to, once, at construction.
+    sandbox: sandbox::Resolved,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -135,6 +147,7 @@ impl TerminalTool {
                 daemon_pid: std::process::id(),
                 hermes_home: settings.hermes_home.clone(),
             },
+            sandbox: sandbox::resolve(&settings.sandbox),
             settings,
         }
     }
@@ -215,7 +228,25 @@ impl Tool for TerminalTool {
             &self.settings.workspace_root,
             &workdir,
         );
-        let fence = self.settings.fence.clone();
+        let wrapped = match &self.sandbox {
+            sandbox::Resolved::Broken(why) => {
+                return Err(ToolError::Failed(format!(
+                    "the terminal's sandbox (bubblewrap) does not work here: {why}; the command was not run"
+                )));
+            }
+            sandbox::Resolved::Bwrap(program) => Some(process::Wrapped {
+                program: program.clone(),
+                args: sandbox::bwrap_args(&self.settings.fence, &self.settings.sandbox, &workdir),
+                limits: sandbox::limits(&self.settings.sandbox),
+            }),
+            sandbox::Resolved::Host(_) => None,
+        };
+        // Bubblewrap hides the private paths itself (and Landlock would forbid its mounts).
+        let fence = if wrapped.is_some() {
+            FenceSettings::default()
+        } else {
+            self.settings.fence.clone()
+        };
         let fence = tokio::task::spawn_blocking(move || fence::ruleset(&fence))
             .await
             .map_err(|e| ToolError::Failed(format!("the terminal's fence: {e}")))?
@@ -231,6 +262,7 @@ impl Tool for TerminalTool {
             timeout,
             max_output_bytes: self.settings.max_output_bytes,
             fence,
+            sandbox: wrapped,
         };
         let finished = process::run(spec, &ctx.cancel)
             .await

@@ -32,6 +32,16 @@ pub(super) struct Spec<'a> {
     pub max_output_bytes: usize,
     /// Applied in the child before `/bin/sh` starts (see `fence.rs`).
     pub fence: Option<landlock::RulesetCreated>,
+    /// Run inside bubblewrap (see `sandbox.rs`).
+    pub sandbox: Option<Wrapped>,
+}
+
+/// A command wrapped in bubblewrap: its path, its arguments before `--`, and the limits set
+/// on it before it starts.
+pub(super) struct Wrapped {
+    pub program: std::path::PathBuf,
+    pub args: Vec<OsString>,
+    pub limits: Vec<(libc::__rlimit_resource_t, u64)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -53,10 +63,21 @@ pub(super) struct Finished {
 
 /// Run `spec.command` with `/bin/sh -c` and wait for it, its timeout, or `cancel`.
 pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Result<Finished> {
-    let mut command = Command::new("/bin/sh");
+    let (mut command, limits) = match spec.sandbox {
+        Some(w) => {
+            let mut c = Command::new(&w.program);
+            c.args(&w.args)
+                .args(["--", "/bin/sh", "-c"])
+                .arg(spec.command);
+            (c, w.limits)
+        }
+        None => {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(spec.command);
+            (c, Vec::new())
+        }
+    };
     command
-        .arg("-c")
-        .arg(spec.command)
         .current_dir(spec.workdir)
         .env_clear()
         .envs(spec.env)
@@ -67,11 +88,20 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         .kill_on_drop(true);
     let mut fence = spec.fence;
     // SAFETY: runs in the forked child before exec and only makes system calls: prctl to drop
-    // CAP_SYS_PTRACE, then (restrict_self) prctl(PR_SET_NO_NEW_PRIVS) and
+    // CAP_SYS_PTRACE, setrlimit, then (restrict_self) prctl(PR_SET_NO_NEW_PRIVS) and
     // landlock_restrict_self; nothing is allocated on the way to success.
     unsafe {
         command.pre_exec(move || {
             drop_ptrace();
+            for (resource, value) in &limits {
+                let limit = libc::rlimit {
+                    rlim_cur: *value,
+                    rlim_max: *value,
+                };
+                if libc::setrlimit(*resource, &limit) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             match fence.take() {
                 Some(f) => f.restrict_self().map(drop).map_err(io::Error::other),
                 None => Ok(()),
