@@ -9,9 +9,9 @@ mod support;
 
 use std::time::Duration;
 
+use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
-use support::{WAIT, wait_for};
 
 const CONFIG: &str =
     "[access]\noperators = [\"telegram:111\"]\n\n[tools.sandbox]\nbackend = \"bwrap\"\n";
@@ -58,20 +58,8 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
     w.tg.private_text(ALICE, "Alice", "/permissions full-access");
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "try things");
-    let llm = w.llm.clone();
-    wait_for(
-        WAIT,
-        "the model to see the command's output",
-        || (llm.requests().len() >= 2).then_some(()),
-        || format!("{} model calls", llm.requests().len()),
-    )
-    .await;
-    let seen: Vec<String> = w.llm.requests()[1]
-        .tool_results()
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
-    let seen = seen.join("\n");
+    // What the command printed, as the model received it (before any scrubbing of replies).
+    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
     assert!(
         seen.contains("written") && seen.contains("spawned") && seen.contains("done"),
         "{seen}"

@@ -214,21 +214,8 @@ async fn the_terminal_reads_neither_the_daemons_environment_nor_its_state() {
     w.tg.private_text(ALICE, "Alice", "/permissions full-access");
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "look around");
-    let llm = w.llm.clone();
-    wait_for(
-        WAIT,
-        "the model to see the command's output",
-        || (llm.requests().len() >= 2).then_some(()),
-        || format!("{} model calls", llm.requests().len()),
-    )
-    .await;
     // What the command printed, as the model received it (before any scrubbing of replies).
-    let seen: Vec<String> = w.llm.requests()[1]
-        .tool_results()
-        .into_iter()
-        .map(|(_, text)| text)
-        .collect();
-    let seen = seen.join("\n");
+    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
     // Tool output is scrubbed of registered secrets, so a leak would read `NAME=***`: every
     // credential variable the command could see must be empty.
     for name in ["TELEGRAM_BOT_TOKEN", "OPENAI_API_KEY"] {

@@ -294,6 +294,19 @@ impl FakeLlm {
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.inner.st().requests.clone()
     }
+    /// Wait for the `n`th request (from 1) and return the tool results it carried, one text:
+    /// what the tools of the call before it gave the model.
+    pub async fn tool_output_seen_by(&self, n: usize, timeout: Duration) -> String {
+        let seen = wait_for(
+            timeout,
+            &format!("model request {n}"),
+            || self.requests().get(n - 1).cloned(),
+            || format!("{} model calls", self.requests().len()),
+        )
+        .await;
+        let texts: Vec<String> = seen.tool_results().into_iter().map(|(_, t)| t).collect();
+        texts.join("\n")
+    }
     /// Requests currently being served (including gated and delayed ones).
     pub fn in_flight(&self) -> usize {
         self.inner.st().in_flight
