@@ -275,20 +275,12 @@ async fn a_confirmation_is_answered_by_replying_yes_to_the_request_mail() {
     ));
     let _d = mw.start().await;
     let alice = mw.alice_addr.clone();
-    mw.send_to_bot(
-        &alice,
-        &mw.text_mail(&alice, "ap1@alice.test", "Run it", "run the thing", ""),
-    );
-    let request = mw.wait_mails(&mw.alice, 1, WAIT).await.remove(0);
-    let subject = header(&request, "Subject").unwrap();
-    assert!(subject.contains("[approval "), "{subject}");
+    let (request, subject, extra) = mw.ask_for_a_confirmation().await;
     let body = body_text(&request);
     assert!(
         body.contains("Permission needed") && body.contains("terminal"),
         "{body}"
     );
-    let req_id = header(&request, "Message-ID").unwrap();
-    let extra = format!("In-Reply-To: {req_id}\r\nReferences: <ap1@alice.test> {req_id}\r\n");
     mw.send_to_bot(
         &alice,
         &mw.text_mail(

@@ -66,15 +66,7 @@ async fn a_bare_yes_approves_nothing_and_only_the_reply_with_the_code_does() {
     ));
     let _d = mw.start().await;
     let alice = mw.alice_addr.clone();
-    mw.send_to_bot(
-        &alice,
-        &mw.text_mail(&alice, "ap1@alice.test", "Run it", "run the thing", ""),
-    );
-    let request = mw.wait_mails(&mw.alice, 1, WAIT).await.remove(0);
-    let subject = header(&request, "Subject").unwrap();
-    assert!(subject.contains("[approval "), "{subject}");
-    let req_id = header(&request, "Message-ID").unwrap();
-    let thread = format!("In-Reply-To: {req_id}\r\nReferences: <ap1@alice.test> {req_id}\r\n");
+    let (_, subject, thread) = mw.ask_for_a_confirmation().await;
 
     // Mallory forges Alice's reply, even with the code: the server did not vouch for her.
     let not_answered = mw.w.logged(NOT_ANSWERED);

@@ -82,8 +82,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::{ConfirmRequest, Interaction};
     use crate::policy::Answer;
+    use crate::tools::{ConfirmRequest, Interaction};
 
     struct Replies(Option<String>);
 

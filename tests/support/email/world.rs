@@ -154,4 +154,24 @@ impl MailWorld {
         assert!(asked.contains("a real question"), "{asked}");
         asked
     }
+
+    /// Alice asks for something that needs a confirmation (the model's next call is a terminal
+    /// command); returns the request mail, its subject (with the code) and the `In-Reply-To` /
+    /// `References` headers of a reply to it.
+    pub async fn ask_for_a_confirmation(&self) -> (Vec<u8>, String, String) {
+        let alice = self.alice_addr.clone();
+        self.send_to_bot(
+            &alice,
+            &self.text_mail(&alice, "ap1@alice.test", "Run it", "run the thing", ""),
+        );
+        let request = self
+            .wait_mails(&self.alice, 1, crate::support::WAIT)
+            .await
+            .remove(0);
+        let subject = super::header(&request, "Subject").unwrap();
+        assert!(subject.contains("[approval "), "{subject}");
+        let req_id = super::header(&request, "Message-ID").unwrap();
+        let thread = format!("In-Reply-To: {req_id}\r\nReferences: <ap1@alice.test> {req_id}\r\n");
+        (request, subject, thread)
+    }
 }
