@@ -234,7 +234,8 @@ async fn an_invite_from_someone_not_allowed_is_ignored() {
 async fn a_file_the_agent_sends_arrives_encrypted_and_readable() {
     use matrix_sdk::ruma::events::room::message::MessageType;
     let mut mw = MatrixWorld::new("").await;
-    std::fs::write(mw.w.workspace().join("report.csv"), "month,total\nmay,42\n").unwrap();
+    let ws = mw.w.workspace_of("matrix", mw.alice.as_str());
+    std::fs::write(ws.join("report.csv"), "month,total\nmay,42\n").unwrap();
     mw.w.llm.push(support::llm::Reply::tool_call(
         "send_file",
         serde_json::json!({"path": "report.csv", "caption": "the **numbers**"}),

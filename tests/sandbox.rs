@@ -1,7 +1,7 @@
-//! The terminal in bubblewrap, through the real binary: the command writes in the workspace but
-//! cannot read the daemon's database, another home or the shadow file, cannot write outside the
-//! workspace or reach a server on 127.0.0.1, and what it leaves running (`setsid … &`) is gone
-//! when the call ends; the daemon keeps answering.
+//! The terminal in bubblewrap, through the real binary: the command writes in its person's
+//! workspace but cannot read the daemon's database, another person's workspace, a home or the
+//! shadow file, cannot write outside the workspace or reach a server on 127.0.0.1, and what it
+//! leaves running (`setsid … &`) is gone when the call ends; the daemon keeps answering.
 //!
 //! Needs Debian's `bubblewrap` (`.ci/run` installs it); without it these tests fail saying so.
 
@@ -10,11 +10,12 @@ mod support;
 use std::time::Duration;
 
 use support::WAIT;
-use support::daemon::{ALICE, World};
+use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;
 
-const CONFIG: &str =
-    "[access]\noperators = [\"telegram:111\"]\n\n[tools.sandbox]\nbackend = \"bwrap\"\n";
+/// Alice and Bob are people, not operators, allowed to run commands without being asked.
+const CONFIG: &str = "[policy]\nlevel = \"full-access\"\nmax_level = \"full-access\"\n\n\
+                      [tools.sandbox]\nbackend = \"bwrap\"\n";
 
 /// Processes on the host whose command line contains `needle`.
 fn running(needle: &str) -> Vec<String> {
@@ -45,8 +46,12 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
         .unwrap()
         .trim_end_matches("/v1")
         .to_owned();
+    let bobs = w.workspace_of("telegram", &BOB.to_string());
+    std::fs::write(bobs.join("diary.txt"), "bob's secret").unwrap();
+    let bobs = bobs.display();
     let command = format!(
         "echo written > mine.txt && cat mine.txt; head -c 16 {home}/hermes.db; ls /root/.cargo; \
+         cat {bobs}/diary.txt; cat ../222/diary.txt; ls {home}/workspace/telegram; \
          grep -c root: /etc/shadow; echo x > /usr/local/hermes-outside; \
          curl -sS -m 3 http://127.0.0.1:{port}/ ; setsid sleep 4321.5 & echo spawned; echo done"
     );
@@ -54,9 +59,11 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
         "terminal",
         serde_json::json!({ "command": command }),
     ));
+    w.llm.push(Reply::tool_call(
+        "read_file",
+        serde_json::json!({ "path": "../222/diary.txt" }),
+    ));
     let _daemon = w.start().await;
-    w.tg.private_text(ALICE, "Alice", "/permissions full-access");
-    w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "try things");
     // What the command printed, as the model received it (before any scrubbing of replies).
     let seen = w.llm.tool_output_seen_by(2, WAIT).await;
@@ -65,8 +72,18 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
         "{seen}"
     );
     assert!(
-        w.home.path().join("workspace/mine.txt").exists(),
-        "the workspace is the real one:\n{seen}"
+        w.workspace_of("telegram", &ALICE.to_string())
+            .join("mine.txt")
+            .exists(),
+        "the workspace is Alice's own:\n{seen}"
+    );
+    assert!(
+        !seen.contains("bob's secret"),
+        "Bob's workspace was read:\n{seen}"
+    );
+    assert!(
+        !seen.contains("\n222\n"),
+        "the other workspaces were listed:\n{seen}"
     );
     assert!(
         !seen.contains("SQLite format"),
@@ -80,6 +97,12 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
     assert!(seen.contains("Read-only file system"), "{seen}");
     assert!(!std::path::Path::new("/usr/local/hermes-outside").exists());
     assert!(seen.contains("curl: (7)"), "the network is off:\n{seen}");
+    // The file tools keep to the same workspace.
+    let read = w.llm.tool_output_seen_by(3, WAIT).await;
+    assert!(
+        read.contains("outside the workspace") && !read.contains("bob's secret"),
+        "{read}"
+    );
     // What it left running ended with the call.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while !running("4321.5").is_empty() {
@@ -92,10 +115,10 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
     }
     // And the daemon still answers (after the answer to the command went out, so that the next
     // message does not interrupt it).
-    w.tg.wait_sent(2, WAIT).await;
+    w.tg.wait_sent(1, WAIT).await;
     w.llm.set_default(|_| Reply::text("still here"));
     w.tg.private_text(ALICE, "Alice", "ping");
-    let sent = w.tg.wait_sent(3, WAIT).await;
+    let sent = w.tg.wait_sent(2, WAIT).await;
     assert!(
         sent.iter().any(|m| m.visible_text == "still here"),
         "{sent:?}"
@@ -112,4 +135,68 @@ async fn doctor_says_which_sandbox_is_active() {
     let (_, out, err) = w.run(&["doctor"]);
     let said = format!("{out}{err}");
     assert!(said.contains("terminal sandbox: NONE"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_bomb_and_a_huge_write_are_stopped_and_the_daemon_keeps_answering() {
+    // Only ever inside the limited sandbox: 64 processes, files of 50 MB, a /tmp of 64 MB.
+    let config = format!(
+        "{CONFIG}max_processes = 64\nmax_file_mb = 50\ntmp_mb = 64\ncpu_secs = 60\nmemory_mb = 1024\n"
+    );
+    let mut w = World::new(&config).await;
+    let (_, out, err) = w.run(&["doctor"]);
+    assert!(
+        format!("{out}{err}").contains("a pids cgroup per command"),
+        "the process limit needs a pids cgroup here (the daemon runs as root): {out}{err}"
+    );
+    w.llm.echo_tool_results();
+    // The sleep starts before the bomb, so that the count after it needs no fork.
+    let bomb = "sleep 3 & s=$!; f() { f | f & }; f & wait $s; set -- /proc/[0-9]*; \
+                echo processes=$#";
+    let write = "dd if=/dev/zero of=big bs=1M count=10240 2>&1 | tail -1; ls -l big; \
+                 head -c 40000000 /dev/zero > /tmp/a && echo first-tmp-ok; \
+                 head -c 40000000 /dev/zero > /tmp/b || echo second-tmp-refused";
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({ "command": bomb, "timeout_secs": 30 }),
+    ));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({ "command": write, "timeout_secs": 60 }),
+    ));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "try the limits");
+    let bombed = w.llm.tool_output_seen_by(2, WAIT).await;
+    let count: usize = bombed
+        .split("processes=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in:\n{bombed}"));
+    assert!(
+        (5..=64).contains(&count),
+        "the bomb ran into the limit of 64: {count}\n{bombed}"
+    );
+    let wrote = w.llm.tool_output_seen_by(3, Duration::from_secs(90)).await;
+    let big = w.workspace_of("telegram", &ALICE.to_string()).join("big");
+    assert_eq!(
+        std::fs::metadata(&big).unwrap().len(),
+        50 * 1024 * 1024,
+        "the file stopped at max_file_mb:\n{wrote}"
+    );
+    assert!(
+        wrote.contains("first-tmp-ok") && wrote.contains("second-tmp-refused"),
+        "/tmp is 64 MB:\n{wrote}"
+    );
+    assert!(wrote.contains("No space left on device"), "{wrote}");
+    // Nothing of the bomb is left on the host, and the daemon answers.
+    assert!(running("f | f").is_empty());
+    w.tg.wait_sent(1, WAIT).await;
+    w.llm.set_default(|_| Reply::text("still here"));
+    w.tg.private_text(ALICE, "Alice", "ping");
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    assert!(
+        sent.iter().any(|m| m.visible_text == "still here"),
+        "{sent:?}"
+    );
 }

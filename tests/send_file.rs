@@ -22,7 +22,7 @@ fn png(len: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telegram_gets_a_document_and_a_photo_before_the_answer() {
     let mut w = World::new("").await;
-    let ws = w.workspace();
+    let ws = w.workspace_of("telegram", &ALICE.to_string());
     std::fs::write(ws.join("report.csv"), "a,b\n1,2\n").unwrap();
     std::fs::write(ws.join("chart.png"), png(2048)).unwrap();
     w.llm.push(Reply::tool_calls(vec![
@@ -70,7 +70,7 @@ async fn telegram_gets_a_document_and_a_photo_before_the_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_upload_is_retried_and_arrives_once_even_if_the_original_is_gone() {
     let mut w = World::new("").await;
-    let ws = w.workspace();
+    let ws = w.workspace_of("telegram", &ALICE.to_string());
     std::fs::write(ws.join("notes.txt"), "remember the milk").unwrap();
     w.tg.fail_next("senddocument", Fault::DropConnection);
     w.llm
@@ -97,7 +97,7 @@ async fn a_failed_upload_is_retried_and_arrives_once_even_if_the_original_is_gon
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_large_and_missing_files_are_refused_with_a_reason() {
     let mut w = World::new("").await;
-    let ws = w.workspace();
+    let ws = w.workspace_of("telegram", &ALICE.to_string());
     // Sparse: 60 MB on paper, nothing on disk.
     std::fs::File::create(ws.join("huge.bin"))
         .unwrap()
@@ -125,7 +125,12 @@ async fn too_large_and_missing_files_are_refused_with_a_reason() {
 async fn discord_gets_the_file_as_a_message_attachment() {
     use support::discord::{self, ALICE as D_ALICE};
     let (mut w, dc) = discord::world("").await;
-    std::fs::write(w.workspace().join("plan.md"), "# Plan\n- step").unwrap();
+    std::fs::write(
+        w.workspace_of("discord", &D_ALICE.to_string())
+            .join("plan.md"),
+        "# Plan\n- step",
+    )
+    .unwrap();
     w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "plan.md", "caption": "your plan"}),
@@ -145,7 +150,11 @@ async fn slack_shares_the_file_in_the_thread_with_its_comment() {
     use support::slack::{ALICE as S_ALICE, dm_channel};
     use support::slack::{Mode, SlackWorld};
     let mut sw = SlackWorld::new("", Mode::Socket).await;
-    std::fs::write(sw.w.workspace().join("data.json"), r#"{"ok":true}"#).unwrap();
+    std::fs::write(
+        sw.w.workspace_of("slack", S_ALICE).join("data.json"),
+        r#"{"ok":true}"#,
+    )
+    .unwrap();
     sw.w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "data.json", "caption": "the *data*"}),
@@ -167,7 +176,8 @@ async fn email_carries_the_file_as_an_attachment_in_the_thread() {
     use mail_parser::MimeHeaders;
     use support::email::{MailWorld, header};
     let mut mw = MailWorld::new("").await;
-    std::fs::write(mw.w.workspace().join("invoice.pdf"), b"%PDF-1.4 tiny").unwrap();
+    let ws = mw.w.workspace_of("email", &mw.alice_addr);
+    std::fs::write(ws.join("invoice.pdf"), b"%PDF-1.4 tiny").unwrap();
     mw.w.llm.push(Reply::tool_call(
         "send_file",
         json!({"path": "invoice.pdf", "caption": "Your invoice."}),

@@ -1,5 +1,6 @@
 //! Tools doing real work through the real binary: parallel-safe calls run together, writes to
-//! one file run in order, the workspace cannot be left, and a subagent's summary comes back.
+//! one file run in order, the workspace cannot be left, each person has their own workspace (an
+//! operator sees them all), and a subagent's summary comes back.
 
 mod support;
 
@@ -10,7 +11,7 @@ use axum::Router;
 use axum::routing::get;
 use serde_json::json;
 use support::WAIT;
-use support::daemon::{ALICE, World};
+use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;
 use tokio::sync::Barrier;
 
@@ -96,7 +97,11 @@ async fn writes_to_one_file_run_in_order_inside_the_workspace() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "take a note");
     w.tg.wait_sent(1, WAIT).await;
-    let written = std::fs::read_to_string(w.home.path().join("workspace/notes/todo.txt")).unwrap();
+    let written = std::fs::read_to_string(
+        w.workspace_of("telegram", &ALICE.to_string())
+            .join("notes/todo.txt"),
+    )
+    .unwrap();
     assert_eq!(written, "two\n");
     let results = w.llm.requests()[1].tool_result_texts();
     assert!(!results[0].starts_with("error"), "{}", results[0]);
@@ -127,4 +132,51 @@ async fn delegate_task_returns_the_subagents_summary() {
     assert!(sub.last_user_text().unwrap().contains("it is 42"));
     assert!(!sub.tool_names().contains(&"delegate_task".to_owned()));
     assert!(reqs[2].tool_result_texts()[0].contains("The answer is 42."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_person_has_a_workspace_and_an_operator_sees_them_all() {
+    let mut w = World::new("[access]\noperators = [\"telegram:222\"]\n").await;
+    // A file of the one shared workspace of earlier versions.
+    let root = w.home.path().join("workspace");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("old-notes.txt"), "from before").unwrap();
+    w.llm.push(Reply::tool_calls(vec![
+        (
+            "write_file",
+            json!({"path": "mine.txt", "content": "alice's"}),
+        ),
+        ("read_file", json!({"path": "old-notes.txt"})),
+        ("list_dir", json!({"path": "."})),
+    ]));
+    w.llm.push(Reply::text("noted"));
+    w.llm.push(Reply::tool_calls(vec![
+        ("read_file", json!({"path": "old-notes.txt"})),
+        ("read_file", json!({"path": "telegram/111/mine.txt"})),
+    ]));
+    w.llm.push(Reply::text("read"));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "write it down");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(BOB, "Bob", "what is there?");
+    w.tg.wait_sent(2, WAIT).await;
+    let alice = w.llm.requests()[1].tool_result_texts();
+    assert!(!alice[0].starts_with("error"), "{}", alice[0]);
+    assert!(
+        alice[1].starts_with("error") && !alice[1].contains("from before"),
+        "a person does not see the old shared workspace: {}",
+        alice[1]
+    );
+    assert!(
+        alice[2].contains("mine.txt") && !alice[2].contains("old-notes"),
+        "{}",
+        alice[2]
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.workspace_of("telegram", "111").join("mine.txt")).unwrap(),
+        "alice's"
+    );
+    let bob = w.llm.requests()[3].tool_result_texts();
+    assert!(bob[0].contains("from before"), "{}", bob[0]);
+    assert!(bob[1].contains("alice's"), "{}", bob[1]);
 }

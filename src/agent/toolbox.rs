@@ -16,7 +16,7 @@ pub fn builtin(
     cron: &crate::cron::CronControl,
 ) -> std::io::Result<ToolRegistry> {
     let workspace_dir = config.workspace();
-    let workspace = tools::files::Workspace::new(&workspace_dir).map_err(|e| {
+    let workspaces = tools::files::Workspaces::new(&workspace_dir).map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!(
@@ -58,7 +58,7 @@ pub fn builtin(
         skills,
         store.clone(),
     )));
-    for tool in tools::files::file_tools(Arc::new(workspace)) {
+    for tool in tools::files::file_tools(Arc::new(workspaces)) {
         r.register(tool);
     }
     let mut terminal = tools::terminal::TerminalSettings::new(&workspace_dir);
@@ -92,8 +92,9 @@ pub fn builtin(
     Ok(r)
 }
 
-/// What the terminal's commands may not open: the state directory (but its workspace and its
-/// skills, which commands may read and run), the config file and the env file beside it.
+/// What the terminal's commands may not open: the state directory (but its skills, which
+/// commands may read and run), the config file and the env file beside it. The terminal adds
+/// the workspace root to these and lets each call into its own workspace.
 pub fn terminal_fence(config: &Config) -> tools::terminal::FenceSettings {
     let mut private = vec![config.home.clone()];
     if let Some(source) = &config.source {
@@ -106,7 +107,7 @@ pub fn terminal_fence(config: &Config) -> tools::terminal::FenceSettings {
     tools::terminal::FenceSettings {
         private,
         shared: vec![config.home.join("skills")],
-        writable: vec![config.workspace()],
+        writable: Vec::new(),
     }
 }
 

@@ -108,6 +108,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         crate::tools::terminal::SandboxResolved::Broken(_) => r.fail("sandbox", said),
         _ => r.ok("sandbox", said),
     }
+    r.ok("processes", crate::tools::terminal::describe_cgroup());
     match super::open_store(&config) {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);

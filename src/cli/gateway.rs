@@ -67,6 +67,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
         crate::tools::terminal::SandboxResolved::Bwrap(_) => tracing::info!("{said}"),
         _ => tracing::warn!("{said}"),
     }
+    tracing::info!("{}", crate::tools::terminal::describe_cgroup());
     let store = match super::open_store(&config) {
         Ok(s) => s,
         Err(e) => {

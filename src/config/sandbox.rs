@@ -30,13 +30,15 @@ pub struct SandboxConfig {
     pub network: bool,
     /// Address space of one command, in MB.
     pub memory_mb: u64,
-    /// Processes one command may run at once (enforced for a daemon that does not run as root;
-    /// as root the PID namespace still ends them all with the call).
+    /// Processes one command may run at once (a pids cgroup where the machine offers one, else
+    /// `RLIMIT_NPROC`, which binds only a daemon not running as root).
     pub max_processes: u64,
     /// Largest file one command may write, in MB.
     pub max_file_mb: u64,
     /// CPU seconds one command may use.
     pub cpu_secs: u64,
+    /// Size of a sandboxed command's private `/tmp` (memory), in MB.
+    pub tmp_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -48,6 +50,7 @@ impl Default for SandboxConfig {
             max_processes: 256,
             max_file_mb: 1024,
             cpu_secs: 600,
+            tmp_mb: 512,
         }
     }
 }
@@ -59,6 +62,7 @@ impl SandboxConfig {
             ("tools.sandbox.max_processes", self.max_processes),
             ("tools.sandbox.max_file_mb", self.max_file_mb),
             ("tools.sandbox.cpu_secs", self.cpu_secs),
+            ("tools.sandbox.tmp_mb", self.tmp_mb),
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(file, key, "must be at least 1".into()));

@@ -107,9 +107,15 @@ impl World {
         format!("http://{addr}")
     }
 
-    /// The agent's workspace (`$HERMES_HOME/workspace`), created if missing.
-    pub fn workspace(&self) -> PathBuf {
-        let dir = self.home.path().join("workspace");
+    /// The workspace of `user` on `platform` (`$HERMES_HOME/workspace/<platform>/<user>`, the
+    /// name escaped as the daemon does), created if missing.
+    pub fn workspace_of(&self, platform: &str, user: &str) -> PathBuf {
+        let dir = self
+            .home
+            .path()
+            .join("workspace")
+            .join(platform)
+            .join(hermes::tools::files::escape_name(user));
         std::fs::create_dir_all(&dir).expect("create the workspace");
         dir
     }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::disk::{blocking, human_size};
 use super::walk::{Budget, entries};
-use super::{Intent, Workspace};
+use super::{Intent, Workspace, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 const MAX_ENTRIES: usize = 500;
@@ -22,7 +22,7 @@ const WALK_TIME: Duration = Duration::from_secs(15);
 /// Lists directories inside the workspace.
 pub struct ListDir {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -41,7 +41,7 @@ struct Args {
 }
 
 impl ListDir {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         ListDir {
             spec: ToolSpec {
                 name: "list_dir",
@@ -58,7 +58,7 @@ impl ListDir {
                 timeout: Duration::from_secs(20),
                 max_output_chars: 30_000,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -77,7 +77,7 @@ impl Tool for ListDir {
                 "`depth` must be 1, 2 or 3, not {depth}"
             )));
         }
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME);
         blocking(move || {
             let user_path = args.path.as_deref().unwrap_or(".");
@@ -182,7 +182,7 @@ mod tests {
             fs::write(path, "x".repeat(size)).unwrap();
         }
         fs::write(root.join(".gitignore"), "target/\n").unwrap();
-        let ws = Arc::new(Workspace::new(root).unwrap());
+        let ws = Arc::new(Workspaces::new(root).unwrap());
         (dir, ListDir::new(ws))
     }
 

@@ -1,7 +1,8 @@
-//! The file tools: read, write, patch, search and list files inside one workspace directory, and
+//! The file tools: read, write, patch, search and list files inside the caller's workspace, and
 //! send one to the user.
 //!
-//! Every tool takes paths relative to the [`Workspace`] root and resolves them through
+//! Each call works in the workspace [`Workspaces`] gives its session (one per person, one per
+//! shared session). Every tool takes paths relative to that [`Workspace`]'s root and resolves them through
 //! [`Workspace::resolve`], which refuses anything that would leave the root (`..`, absolute paths
 //! elsewhere, symbolic links pointing out). All file system work runs on tokio's blocking pool so
 //! that a slow disk never stalls the runtime, and every refusal says what to do instead, because
@@ -12,11 +13,11 @@
 //! use std::sync::Arc;
 //!
 //! use hermes::tools::ToolRegistry;
-//! use hermes::tools::files::{Workspace, file_tools};
+//! use hermes::tools::files::{Workspaces, file_tools};
 //!
-//! let workspace = Arc::new(Workspace::new(Path::new("/var/lib/hermes/workspace"))?);
+//! let workspaces = Arc::new(Workspaces::new(Path::new("/var/lib/hermes/workspace"))?);
 //! let mut registry = ToolRegistry::new();
-//! for tool in file_tools(workspace) {
+//! for tool in file_tools(workspaces) {
 //!     registry.register(tool);
 //! }
 //! # Ok::<(), std::io::Error>(())
@@ -30,6 +31,7 @@ mod search_files;
 mod send_file;
 mod walk;
 mod workspace;
+mod workspaces;
 mod write_file;
 
 use std::sync::Arc;
@@ -40,12 +42,14 @@ pub use read_file::ReadFile;
 pub use search_files::SearchFiles;
 pub use send_file::SendFile;
 pub use workspace::{Intent, Workspace};
+pub use workspaces::{Workspaces, escape as escape_name};
 pub use write_file::WriteFile;
 
 use super::Tool;
 
-/// All file tools, working in `workspace`, in a stable order: reading tools first.
-pub fn file_tools(workspace: Arc<Workspace>) -> Vec<Arc<dyn Tool>> {
+/// All file tools, each call working in its session's workspace, in a stable order: reading
+/// tools first.
+pub fn file_tools(workspace: Arc<Workspaces>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(ReadFile::new(workspace.clone())),
         Arc::new(ListDir::new(workspace.clone())),
@@ -64,7 +68,7 @@ mod tests {
     #[test]
     fn file_tools_have_distinct_names_and_object_schemas() {
         let dir = tempfile::tempdir().unwrap();
-        let tools = file_tools(Arc::new(Workspace::new(dir.path()).unwrap()));
+        let tools = file_tools(Arc::new(Workspaces::new(dir.path()).unwrap()));
         let names: Vec<_> = tools.iter().map(|t| t.spec().name).collect();
         assert_eq!(
             names,

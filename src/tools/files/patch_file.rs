@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::{blocking, io_error, plural, read_text, write_atomically};
-use super::{Intent, Workspace};
+use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 /// Hunk headers listed in the summary before the rest are only counted.
@@ -22,7 +22,7 @@ const MAX_LINES_LISTED: usize = 20;
 /// Edits files inside the workspace by exact text replacement.
 pub struct PatchFile {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -41,7 +41,7 @@ struct Args {
 }
 
 impl PatchFile {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         PatchFile {
             spec: ToolSpec {
                 name: "patch_file",
@@ -57,7 +57,7 @@ impl PatchFile {
                 timeout: Duration::from_secs(20),
                 max_output_chars: 4_000,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -69,10 +69,10 @@ impl Tool for PatchFile {
     }
 
     fn writes(&self, args: &Value) -> Vec<PathBuf> {
-        self.workspace.path_argument(args)
+        self.workspaces.path_argument(args)
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         if args.old_text.is_empty() {
             return Err(ToolError::InvalidArguments(
@@ -84,7 +84,7 @@ impl Tool for PatchFile {
                 "`old_text` and `new_text` are the same; there is nothing to change".into(),
             ));
         }
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         blocking(move || {
             let path = ws.resolve(&args.path, Intent::Read)?;
             let name = ws.display(&path);
@@ -265,7 +265,7 @@ mod tests {
     fn tool(content: &str) -> (tempfile::TempDir, PatchFile) {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("f.rs"), content).unwrap();
-        let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+        let ws = Arc::new(Workspaces::new(dir.path()).unwrap());
         (dir, PatchFile::new(ws))
     }
 

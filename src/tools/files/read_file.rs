@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::{blocking, cut_line, read_text};
-use super::{Intent, Workspace};
+use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 const DEFAULT_LIMIT: usize = 400;
@@ -22,7 +22,7 @@ const FOOTER_ROOM: usize = 300;
 /// Reads text files inside the workspace.
 pub struct ReadFile {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -39,7 +39,7 @@ struct Args {
 }
 
 impl ReadFile {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         ReadFile {
             spec: ToolSpec {
                 name: "read_file",
@@ -56,7 +56,7 @@ impl ReadFile {
                 timeout: Duration::from_secs(20),
                 max_output_chars: MAX_OUTPUT_CHARS,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -67,7 +67,7 @@ impl Tool for ReadFile {
         &self.spec
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         let offset = args.offset.unwrap_or(1);
         if offset == 0 {
@@ -84,7 +84,7 @@ impl Tool for ReadFile {
             Some(n) => n.min(MAX_LIMIT),
             None => DEFAULT_LIMIT,
         };
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         blocking(move || {
             let path = ws.resolve(&args.path, Intent::Read)?;
             let bytes = read_text(&ws, &path)?;
@@ -147,7 +147,7 @@ mod tests {
 
     fn tool() -> (tempfile::TempDir, ReadFile) {
         let dir = tempfile::tempdir().unwrap();
-        let ws = Arc::new(Workspace::new(dir.path()).unwrap());
+        let ws = Arc::new(Workspaces::new(dir.path()).unwrap());
         let lines: Vec<String> = (1..=1000).map(|i| format!("line {i}")).collect();
         fs::write(dir.path().join("long.txt"), lines.join("\n") + "\n").unwrap();
         (dir, ReadFile::new(ws))

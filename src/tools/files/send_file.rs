@@ -10,13 +10,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::blocking;
-use super::{Intent, Workspace};
+use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 /// Sends workspace files to the person in the conversation.
 pub struct SendFile {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -30,7 +30,7 @@ struct Args {
 }
 
 impl SendFile {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         SendFile {
             spec: ToolSpec {
                 name: "send_file",
@@ -47,7 +47,7 @@ impl SendFile {
                 timeout: Duration::from_secs(60),
                 max_output_chars: 1_000,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -67,7 +67,7 @@ impl Tool for SendFile {
                     .into(),
             ));
         };
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         let path = blocking(move || ws.resolve(&args.path, Intent::Read)).await?;
         person
             .send_file(&path, args.caption.as_deref().unwrap_or(""))

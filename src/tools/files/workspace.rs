@@ -53,6 +53,15 @@ impl Workspace {
         })
     }
 
+    /// A workspace at `root` as given, with no disk access: only for working out paths from
+    /// their text ([`Workspace::lexical`]), never for [`Workspace::resolve`].
+    pub(super) fn unchecked(root: &Path) -> Self {
+        Workspace {
+            root: root.to_owned(),
+            given: root.to_owned(),
+        }
+    }
+
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root

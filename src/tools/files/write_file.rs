@@ -10,13 +10,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::{MAX_FILE_BYTES, blocking, human_size, io_error, plural, write_atomically};
-use super::{Intent, Workspace};
+use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 /// Writes whole files inside the workspace.
 pub struct WriteFile {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -30,7 +30,7 @@ struct Args {
 }
 
 impl WriteFile {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         WriteFile {
             spec: ToolSpec {
                 name: "write_file",
@@ -45,7 +45,7 @@ impl WriteFile {
                 timeout: Duration::from_secs(20),
                 max_output_chars: 1_000,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -57,10 +57,10 @@ impl Tool for WriteFile {
     }
 
     fn writes(&self, args: &Value) -> Vec<PathBuf> {
-        self.workspace.path_argument(args)
+        self.workspaces.path_argument(args)
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         if args.content.len() as u64 > MAX_FILE_BYTES {
             return Err(ToolError::InvalidArguments(format!(
@@ -69,7 +69,7 @@ impl Tool for WriteFile {
                 human_size(MAX_FILE_BYTES)
             )));
         }
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         blocking(move || {
             let path = ws.resolve(&args.path, Intent::Write)?;
             let name = ws.display(&path);
@@ -122,7 +122,7 @@ mod tests {
     fn tool() -> (Dirs, WriteFile) {
         let outer = tempfile::tempdir().unwrap();
         let ws = outer.path().join("ws");
-        let workspace = Arc::new(Workspace::new(&ws).unwrap());
+        let workspace = Arc::new(Workspaces::new(&ws).unwrap());
         (Dirs { outer, ws }, WriteFile::new(workspace))
     }
 
@@ -193,11 +193,14 @@ mod tests {
 
     #[test]
     fn writes_names_the_target_file() {
-        let (d, t) = tool();
-        let root = d.path().canonicalize().unwrap();
+        let (_d, t) = tool();
         assert_eq!(
             t.writes(&json!({"path": "a/./b.txt"})),
-            vec![root.join("a/b.txt")]
+            vec![PathBuf::from("a/b.txt")]
+        );
+        assert_eq!(
+            t.writes(&json!({"path": "a/../b.txt"})),
+            vec![PathBuf::from("b.txt")]
         );
         assert!(t.writes(&json!({"path": "../b.txt"})).is_empty());
     }

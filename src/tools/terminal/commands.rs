@@ -28,6 +28,8 @@ pub(super) fn commands(text: &str) -> Commands {
 pub(super) struct Cmd {
     /// Program name without its directory.
     pub name: String,
+    /// The program word as written (directory, expansions and all).
+    pub program: String,
     pub args: Vec<String>,
     pub redirects: Vec<String>,
     pub substitutions: Vec<String>,
@@ -176,6 +178,7 @@ impl Expander {
         }
         self.commands.push(Cmd {
             name,
+            program: words.first().cloned().unwrap_or_default(),
             args,
             redirects: sc.redirects.clone(),
             substitutions: sc.substitutions.clone(),

@@ -118,9 +118,14 @@ pub(super) fn ruleset(settings: &FenceSettings) -> Result<Option<RulesetCreated>
     }
     for writable in &settings.writable {
         // Granting a directory that holds a private path would open that path again: such a
-        // workspace already has everything but the private paths from the walk above.
+        // workspace already has everything but the private paths from the walk above. A
+        // private path that is itself the workspace (an operator's, at the workspace root) is
+        // let in again.
         let canonical = writable.canonicalize().unwrap_or_else(|_| writable.clone());
-        if !private.iter().any(|p| p.starts_with(&canonical)) {
+        if !private
+            .iter()
+            .any(|p| *p != canonical && p.starts_with(&canonical))
+        {
             rules = grant(rules, writable, all)?;
         }
     }

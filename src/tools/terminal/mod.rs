@@ -8,13 +8,16 @@
 //! running when the shell exits. Commands matching the patterns in `dangerous.rs` report a reason
 //! through [`Tool::danger`] so that the agent asks the user first.
 
+mod cgroup;
 mod commands;
 mod dangerous;
 mod fence;
+mod leftovers;
 mod lex;
 mod process;
 mod sandbox;
 
+pub use cgroup::describe as describe_cgroup;
 pub use fence::{FenceSettings, active as fence_active, describe as describe_fence};
 pub use sandbox::{
     Resolved as SandboxResolved, describe as describe_sandbox, resolve as resolve_sandbox,
@@ -30,6 +33,7 @@ use serde_json::Value;
 
 use self::dangerous::DangerContext;
 use self::process::{Ending, Finished, Spec};
+use super::files::Workspaces;
 use super::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 /// Longest timeout a call may ask for.
@@ -43,7 +47,8 @@ pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
 /// How the terminal tool runs commands.
 #[derive(Debug, Clone)]
 pub struct TerminalSettings {
-    /// Directory commands run in. `workdir` arguments are relative to it and may not leave it
+    /// The workspace root: each call runs in its session's workspace below it
+    /// ([`Workspaces`]). `workdir` arguments are relative to that workspace and may not leave it
     /// (symbolic links included).
     pub workspace_root: PathBuf,
     /// Timeout of a call that gives none. Default 60 s; calls may ask for up to 600 s.
@@ -57,7 +62,9 @@ pub struct TerminalSettings {
     pub env_allowlist: Vec<String>,
     /// The daemon's state directory: commands touching its `config.toml` need approval.
     pub hermes_home: Option<PathBuf>,
-    /// What commands may not open (the state directory, the config), see `fence.rs`.
+    /// What commands may not open (the state directory, the config), see `fence.rs`. The
+    /// workspace root is added to its private paths and the call's workspace to its writable
+    /// ones at each call.
     pub fence: FenceSettings,
     /// Where commands run (`sandbox.rs`). Default: on the host.
     pub sandbox: crate::config::SandboxConfig,
@@ -88,6 +95,7 @@ impl TerminalSettings {
 pub struct TerminalTool {
     spec: ToolSpec,
     settings: TerminalSettings,
+    workspaces: Workspaces,
     danger: DangerContext,
     /// The backend the configured one resolved to, once, at construction.
     sandbox: sandbox::Resolved,
@@ -122,6 +130,7 @@ impl TerminalTool {
                 "terminal: variables that look like secrets are never passed to commands"
             );
         }
+        let sandbox = sandbox::resolve(&settings.sandbox);
         TerminalTool {
             spec: ToolSpec {
                 name: "terminal",
@@ -146,19 +155,21 @@ impl TerminalTool {
             danger: DangerContext {
                 daemon_pid: std::process::id(),
                 hermes_home: settings.hermes_home.clone(),
+                unsandboxed: matches!(sandbox, sandbox::Resolved::Host(_)),
             },
-            sandbox: sandbox::resolve(&settings.sandbox),
+            sandbox,
+            workspaces: Workspaces::new(&settings.workspace_root).unwrap_or_else(|e| {
+                tracing::warn!(root = %settings.workspace_root.display(), "terminal: the workspace root cannot be created: {e}");
+                Workspaces::unchecked(&settings.workspace_root)
+            }),
             settings,
         }
     }
 
-    /// The directory a call runs in: the workspace root or a directory inside it.
-    async fn workdir(&self, requested: Option<&str>) -> Result<PathBuf, ToolError> {
-        let root = tokio::fs::canonicalize(&self.settings.workspace_root)
-            .await
-            .map_err(|e| {
-                ToolError::Failed(format!("the workspace directory is not available ({e})"))
-            })?;
+    /// The directory a call runs in: its workspace's root (`root`, canonical) or a directory
+    /// inside it.
+    async fn workdir(&self, root: &Path, requested: Option<&str>) -> Result<PathBuf, ToolError> {
+        let root = root.to_owned();
         let Some(requested) = requested
             .map(str::trim)
             .filter(|w| !w.is_empty() && *w != ".")
@@ -221,13 +232,20 @@ impl Tool for TerminalTool {
                 )));
             }
         };
-        let workdir = self.workdir(args.workdir.as_deref()).await?;
+        let workspace = self.workspaces.open(ctx).await?;
+        let workdir = self
+            .workdir(workspace.root(), args.workdir.as_deref())
+            .await?;
         let env = process::child_env(
             &self.settings.env_allowlist,
             |name| std::env::var_os(name),
-            &self.settings.workspace_root,
+            workspace.root(),
             &workdir,
         );
+        // Every workspace is out of reach but the call's own.
+        let mut fence = self.settings.fence.clone();
+        fence.private.push(self.workspaces.root().to_owned());
+        fence.writable.push(workspace.root().to_owned());
         let wrapped = match &self.sandbox {
             sandbox::Resolved::Broken(why) => {
                 return Err(ToolError::Failed(format!(
@@ -236,7 +254,7 @@ impl Tool for TerminalTool {
             }
             sandbox::Resolved::Bwrap(program) => Some(process::Wrapped {
                 program: program.clone(),
-                args: sandbox::bwrap_args(&self.settings.fence, &self.settings.sandbox, &workdir),
+                args: sandbox::bwrap_args(&fence, &self.settings.sandbox, &workdir),
                 limits: sandbox::limits(&self.settings.sandbox),
             }),
             sandbox::Resolved::Host(_) => None,
@@ -245,7 +263,7 @@ impl Tool for TerminalTool {
         let fence = if wrapped.is_some() {
             FenceSettings::default()
         } else {
-            self.settings.fence.clone()
+            fence
         };
         let fence = tokio::task::spawn_blocking(move || fence::ruleset(&fence))
             .await
@@ -255,6 +273,21 @@ impl Tool for TerminalTool {
                     "the terminal's fence could not be set up ({e}); the command was not run"
                 ))
             })?;
+        let cgroup = match cgroup::get() {
+            Some(cgroups) => {
+                let max = self.settings.sandbox.max_processes;
+                let made = tokio::task::spawn_blocking(move || cgroups.group(max))
+                    .await
+                    .map_err(|e| ToolError::Failed(format!("the terminal's cgroup: {e}")))?;
+                Some(made.map_err(|e| {
+                    ToolError::Failed(format!(
+                        "the command's process limit could not be set up ({e}); the command was \
+                         not run"
+                    ))
+                })?)
+            }
+            None => None,
+        };
         let spec = Spec {
             command: &args.command,
             workdir: &workdir,
@@ -263,6 +296,7 @@ impl Tool for TerminalTool {
             max_output_bytes: self.settings.max_output_bytes,
             fence,
             sandbox: wrapped,
+            cgroup,
         };
         let finished = process::run(spec, &ctx.cancel)
             .await

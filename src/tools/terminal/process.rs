@@ -34,6 +34,8 @@ pub(super) struct Spec<'a> {
     pub fence: Option<landlock::RulesetCreated>,
     /// Run inside bubblewrap (see `sandbox.rs`).
     pub sandbox: Option<Wrapped>,
+    /// The pids cgroup the command joins before it starts (`cgroup.rs`), where there is one.
+    pub cgroup: Option<super::cgroup::CallGroup>,
 }
 
 /// A command wrapped in bubblewrap: its path, its arguments before `--`, and the limits set
@@ -86,12 +88,22 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // Without a cgroup, a variable of its own marks what the command starts (`leftovers.rs`).
+    let marker = spec.cgroup.is_none().then(super::leftovers::new_marker);
+    if let Some(marker) = &marker {
+        command.env(super::leftovers::VARIABLE, marker);
+    }
     let mut fence = spec.fence;
-    // SAFETY: runs in the forked child before exec and only makes system calls: prctl to drop
-    // CAP_SYS_PTRACE, setrlimit, then (restrict_self) prctl(PR_SET_NO_NEW_PRIVS) and
-    // landlock_restrict_self; nothing is allocated on the way to success.
+    let joiner = spec.cgroup.as_ref().map(super::cgroup::CallGroup::joiner);
+    // SAFETY: runs in the forked child before exec and only makes system calls: the cgroup
+    // join (open, write, close), prctl to drop CAP_SYS_PTRACE, setrlimit, then (restrict_self)
+    // prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self; nothing is allocated on the way
+    // to success.
     unsafe {
         command.pre_exec(move || {
+            if let Some(joiner) = &joiner {
+                joiner.join_self()?;
+            }
             drop_ptrace();
             for (resource, value) in &limits {
                 let limit = libc::rlimit {
@@ -110,7 +122,11 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
     }
     let mut child = command.spawn()?;
     // The shell leads a new process group whose id is its pid.
-    let mut group = Group(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut group = Group {
+        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+        cgroup: spec.cgroup,
+        marker,
+    };
     let mut capture = Capture {
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
@@ -152,7 +168,15 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         }
     })
     .await;
-    group.0 = None;
+    group.pgid = None;
+    if let Some(marker) = group.marker.take() {
+        tokio::task::spawn_blocking(move || super::leftovers::kill_marked(&marker));
+    }
+    if let Some(cgroup) = group.cgroup.take() {
+        // Empty (anything that slipped out of the process group: `setsid`, double forks) and
+        // remove it off the runtime: removal waits for the kernel to reap what was killed.
+        tokio::task::spawn_blocking(move || drop(cgroup));
+    }
     Ok(Finished {
         stopped_leftovers: stopped_leftovers && matches!(ending, Ending::Exited(_)),
         ending,
@@ -172,22 +196,28 @@ fn drop_ptrace() {
     }
 }
 
-/// The command's process group; killed with SIGKILL if still set when dropped (the tool's
-/// future was dropped: the turn was stopped or the registry's timeout fired).
-struct Group(Option<i32>);
+/// The command's process group and its cgroup; killed with SIGKILL if still set when dropped
+/// (the tool's future was dropped: the turn was stopped or the registry's timeout fired).
+struct Group {
+    pgid: Option<i32>,
+    cgroup: Option<super::cgroup::CallGroup>,
+    /// The command's `HERMES_CALL` when there is no cgroup.
+    marker: Option<String>,
+}
 
 impl Group {
     fn signal(&self, signal: libc::c_int) -> bool {
-        match self.0 {
+        match self.pgid {
             // SAFETY: killpg only sends a signal; a positive id never means "every process".
             Some(pgid) if pgid > 1 => unsafe { libc::killpg(pgid, signal) == 0 },
             _ => false,
         }
     }
 
-    /// Whether any process of the group still exists.
+    /// Whether any process of the group (or of the cgroup, which also holds what left the
+    /// group) still exists.
     fn alive(&self) -> bool {
-        self.signal(0)
+        self.signal(0) || self.cgroup.as_ref().is_some_and(|c| c.members() > 0)
     }
 
     /// SIGTERM to the group, up to [`GRACE`] for it to go away (reading output meanwhile so no
@@ -207,6 +237,9 @@ impl Group {
             }
         }
         self.signal(libc::SIGKILL);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
         let _ = tokio::time::timeout(GRACE, child.wait()).await;
     }
 }
@@ -214,6 +247,9 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         self.signal(libc::SIGKILL);
+        if let Some(marker) = &self.marker {
+            super::leftovers::kill_marked(marker);
+        }
     }
 }
 

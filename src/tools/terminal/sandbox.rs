@@ -2,7 +2,7 @@
 //!
 //! In bubblewrap a command gets new mount, PID, IPC, UTS and cgroup namespaces and, unless the
 //! network is opted in, a network namespace with nothing in it. It sees the system read-only,
-//! a private `/tmp`, an empty `/root` and `/home`, none of the daemon's private paths (an empty
+//! a private `/tmp` of a fixed size, an empty read-only `/root` and `/home`, none of the daemon's private paths (an empty
 //! folder, or `/dev/null`, in their place), the skills read-only and the workspace read-write;
 //! every capability is dropped, it is the leader of a session of its own, and when its shell
 //! ends the PID namespace ends with it, so nothing it started (`setsid`, double forks) outlives
@@ -105,17 +105,21 @@ pub(super) fn bwrap_args(
 ) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |args: &[&str]| a.extend(args.iter().map(OsString::from));
+    // Every writable memory file system has a size: `/tmp` and `/dev/shm` are the only ones,
+    // and `/dev` itself is read-only once its nodes are there.
+    const MB: u64 = 1024 * 1024;
+    let tmp = config.tmp_mb.saturating_mul(MB).to_string();
+    let shm = (config.tmp_mb.min(64) * MB).to_string();
+    push(&["--ro-bind", "/", "/", "--dev", "/dev"]);
     push(&[
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
+        "--size",
+        &shm,
         "--tmpfs",
-        "/tmp",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
     ]);
+    push(&["--proc", "/proc", "--size", &tmp, "--tmpfs", "/tmp"]);
     push(&[
         "--unshare-pid",
         "--unshare-ipc",
@@ -127,10 +131,12 @@ pub(super) fn bwrap_args(
     }
     push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
     push(&["--hostname", "hermes-sandbox"]);
+    // Hidden folders become empty and read-only once everything below them is in place.
+    let mut read_only: Vec<OsString> = Vec::new();
     let mut hide = |path: &Path| {
         if path.is_dir() {
-            a.push("--tmpfs".into());
-            a.push(path.into());
+            a.extend(["--tmpfs".into(), path.into()]);
+            read_only.extend(["--remount-ro".into(), path.into()]);
         } else if path.exists() {
             a.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
         }
@@ -150,6 +156,7 @@ pub(super) fn bwrap_args(
     for writable in fence.writable.iter().filter(|p| p.is_dir()) {
         a.extend(["--bind".into(), writable.into(), writable.into()]);
     }
+    a.extend(read_only);
     a.extend(["--chdir".into(), workdir.into()]);
     a
 }

@@ -330,3 +330,41 @@ async fn the_fence_keeps_commands_out_of_private_files_and_away_from_the_parent(
         "the state, the config and the parent's memory are refused:\n{out}"
     );
 }
+
+#[tokio::test]
+async fn what_leaves_the_process_group_is_killed_with_or_without_a_cgroup() {
+    for with_cgroup in [false, true] {
+        let cgroup = match (with_cgroup, cgroup::get()) {
+            (false, _) => None,
+            (true, Some(cgroups)) => Some(cgroups.group(64).unwrap()),
+            (true, None) => {
+                eprintln!("no pids cgroup here: {}", cgroup::describe());
+                continue;
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let command = "setsid sleep 1000 & echo $! > pids; \
+                       nohup sleep 1001 > /dev/null 2>&1 & echo $! >> pids; \
+                       (sh -c 'sleep 1002 & echo $! >> pids' &); sleep 0.3";
+        let spec = Spec {
+            command,
+            workdir: dir.path(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            timeout: Duration::from_secs(20),
+            max_output_bytes: 1000,
+            fence: None,
+            sandbox: None,
+            cgroup,
+        };
+        let finished = process::run(spec, &tokio_util::sync::CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(matches!(finished.ending, Ending::Exited(_)), "{finished:?}");
+        for pid in pids_in(&dir, "pids", 3).await {
+            assert!(
+                gone(pid).await,
+                "{pid} outlived its call (cgroup: {with_cgroup})"
+            );
+        }
+    }
+}

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::disk::{MAX_FILE_BYTES, blocking, cut_line, looks_binary, plural};
 use super::walk::{Budget, entries};
-use super::{Intent, Workspace};
+use super::{Intent, Workspace, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
 const MAX_MATCHES: usize = 200;
@@ -25,7 +25,7 @@ const WALK_TIME: Duration = Duration::from_secs(15);
 /// Searches file contents and names inside the workspace.
 pub struct SearchFiles {
     spec: ToolSpec,
-    workspace: Arc<Workspace>,
+    workspaces: Arc<Workspaces>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -66,7 +66,7 @@ enum Mode {
 }
 
 impl SearchFiles {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
+    pub fn new(workspaces: Arc<Workspaces>) -> Self {
         SearchFiles {
             spec: ToolSpec {
                 name: "search_files",
@@ -84,7 +84,7 @@ impl SearchFiles {
                 timeout: Duration::from_secs(20),
                 max_output_chars: 30_000,
             },
-            workspace,
+            workspaces,
         }
     }
 }
@@ -116,7 +116,7 @@ impl Tool for SearchFiles {
                      to true to search for the text as written"
                 ))
             })?;
-        let ws = self.workspace.clone();
+        let ws = self.workspaces.open(ctx).await?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME);
         blocking(move || {
             let start = ws.resolve(args.path.as_deref().unwrap_or("."), Intent::Read)?;

@@ -23,7 +23,7 @@ fn tool() -> (tempfile::TempDir, SearchFiles) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, content).unwrap();
     }
-    let ws = Arc::new(Workspace::new(root).unwrap());
+    let ws = Arc::new(Workspaces::new(root).unwrap());
     (dir, SearchFiles::new(ws))
 }
 

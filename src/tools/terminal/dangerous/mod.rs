@@ -25,6 +25,9 @@ pub(crate) struct DangerContext {
     pub daemon_pid: u32,
     /// The daemon's state directory (its `config.toml` and `.env` hold secrets).
     pub hermes_home: Option<PathBuf>,
+    /// Commands run on the host, not in a sandbox: the stricter rules of `unsandboxed.rs`
+    /// apply too.
+    pub unsandboxed: bool,
 }
 
 /// A dangerous pattern and the reason shown to the user in the approval request.
@@ -59,11 +62,19 @@ pub(crate) fn check(command: &str, ctx: &DangerContext) -> Option<String> {
         too_deep: found.too_deep,
         ctx,
     };
-    let reasons: Vec<&str> = RULES
+    let mut reasons: Vec<&str> = RULES
         .iter()
         .filter(|rule| (rule.matches)(&scan))
         .map(|rule| rule.reason)
         .collect();
+    if ctx.unsandboxed {
+        reasons.extend(
+            unsandboxed::RULES
+                .iter()
+                .filter(|(_, matches)| matches(&scan))
+                .map(|(reason, _)| *reason),
+        );
+    }
     (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
@@ -82,6 +93,8 @@ impl Scan<'_> {
     }
 }
 
+mod unsandboxed;
+
 /// One command after its wrappers were removed.
 const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch", "aria2c", "http", "https", "xh"];
 
@@ -89,6 +102,10 @@ fn recursive_delete(scan: &Scan<'_>) -> bool {
     scan.any(|c| {
         (c.is(&["rm"]) && c.has_flag(&['r', 'R'], &["--recursive"]))
             || (c.is(&["find"]) && c.args.iter().any(|a| a == "-delete"))
+            || (c.is(&["rsync"]) && c.args.iter().any(|a| a.starts_with("--delete")))
+            || (c.is(&["git"])
+                && c.args.iter().any(|a| a == "clean")
+                && c.has_flag(&['f'], &["--force"]))
     })
 }
 
@@ -197,8 +214,13 @@ fn sql_drop(scan: &Scan<'_>) -> bool {
         "usql",
         "clickhouse-client",
     ];
-    let tokens: Vec<String> = scan
+    // Quotes go first, as the shell removes them: `"DROP TAB""LE"` is `DROP TABLE`.
+    let unquoted: String = scan
         .text
+        .chars()
+        .filter(|c| !matches!(c, '"' | '\''))
+        .collect();
+    let tokens: Vec<String> = unquoted
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
         .filter(|t| !t.is_empty())
         .map(str::to_ascii_uppercase)
