@@ -25,6 +25,15 @@ pub fn builtin(
             ),
         )
     })?;
+    // Over SSH the terminal's files are on the remote host, out of the file tools' reach.
+    let workspaces = if config.tools.sandbox.backend == crate::config::SandboxBackend::Ssh {
+        workspaces.refusing(
+            "the file tools do not reach the remote host the terminal runs on \
+             (tools.sandbox.backend = \"ssh\"); use the terminal to read and write files there",
+        )
+    } else {
+        workspaces
+    };
     let mut r = ToolRegistry::new();
     r.register(Arc::new(tools::CurrentTime::default()));
     r.register(Arc::new(tools::Todo::new(store.settings())));

@@ -102,7 +102,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         "terminal",
         crate::tools::terminal::describe_fence(&crate::agent::terminal_fence(&config)),
     );
-    let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox);
+    let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
     let said = crate::tools::terminal::describe_sandbox(&sandbox, &config.tools.sandbox);
     match sandbox {
         crate::tools::terminal::SandboxResolved::Broken(_) => r.fail("sandbox", said),

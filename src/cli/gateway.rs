@@ -61,7 +61,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     } else {
         tracing::warn!("{fence}");
     }
-    let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox);
+    let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
     let said = crate::tools::terminal::describe_sandbox(&sandbox, &config.tools.sandbox);
     match sandbox {
         crate::tools::terminal::SandboxResolved::Bwrap(_) => tracing::info!("{said}"),

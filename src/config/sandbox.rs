@@ -1,7 +1,7 @@
-//! `[tools.sandbox]`: where the terminal's commands run (bubblewrap or the host) and the limits
-//! each command gets there.
+//! `[tools.sandbox]`: where the terminal's commands run (bubblewrap, the host or another host
+//! over SSH) and the limits each command gets there.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,48 @@ pub enum SandboxBackend {
     None,
     /// Bubblewrap; refuses to run commands when it does not work.
     Bwrap,
+    /// Another host over SSH (`[tools.sandbox.ssh]`), with the system's OpenSSH client.
+    Ssh,
+}
+
+/// `[tools.sandbox.ssh]`: the host the terminal's commands run on.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SshConfig {
+    /// Host name or address (required for `backend = "ssh"`).
+    pub host: String,
+    pub port: u16,
+    /// Remote user (required).
+    pub user: String,
+    /// Private key to log in with; none: the keys of the daemon's user and its agent.
+    pub identity_file: Option<PathBuf>,
+    /// The host's key, in `known_hosts` form; default `$HERMES_HOME/ssh/known_hosts`. A host
+    /// that is not in it is refused unless `trust_new_host_keys`.
+    pub known_hosts: Option<PathBuf>,
+    /// Accept and remember the key of a host seen for the first time (never a changed key).
+    pub trust_new_host_keys: bool,
+    /// Where the workspaces live on the remote host (relative to the remote user's home, or
+    /// absolute); each person gets `<root>/<platform>/<id>` there.
+    pub root: String,
+    pub connect_timeout_secs: u64,
+    /// Seconds between keep-alive probes; three missed ones drop the connection.
+    pub keepalive_secs: u64,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        SshConfig {
+            host: String::new(),
+            port: 22,
+            user: String::new(),
+            identity_file: None,
+            known_hosts: None,
+            trust_new_host_keys: false,
+            root: "hermes-workspaces".into(),
+            connect_timeout_secs: 10,
+            keepalive_secs: 15,
+        }
+    }
 }
 
 /// `[tools.sandbox]`.
@@ -39,6 +81,8 @@ pub struct SandboxConfig {
     pub cpu_secs: u64,
     /// Size of a sandboxed command's private `/tmp` (memory), in MB.
     pub tmp_mb: u64,
+    /// The remote host of `backend = "ssh"`.
+    pub ssh: SshConfig,
 }
 
 impl Default for SandboxConfig {
@@ -51,6 +95,7 @@ impl Default for SandboxConfig {
             max_file_mb: 1024,
             cpu_secs: 600,
             tmp_mb: 512,
+            ssh: SshConfig::default(),
         }
     }
 }
@@ -66,6 +111,36 @@ impl SandboxConfig {
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(file, key, "must be at least 1".into()));
+            }
+        }
+        if self.backend == SandboxBackend::Ssh {
+            let ssh = &self.ssh;
+            for (key, value) in [
+                ("tools.sandbox.ssh.host", &ssh.host),
+                ("tools.sandbox.ssh.user", &ssh.user),
+                ("tools.sandbox.ssh.root", &ssh.root),
+            ] {
+                if value.trim().is_empty() {
+                    return Err(ConfigError::invalid(
+                        file,
+                        key,
+                        "is required with tools.sandbox.backend = \"ssh\"".into(),
+                    ));
+                }
+            }
+            if ssh.host.starts_with('-') || ssh.user.starts_with('-') {
+                return Err(ConfigError::invalid(
+                    file,
+                    "tools.sandbox.ssh.host",
+                    "a host or user cannot start with `-`".into(),
+                ));
+            }
+            if ssh.connect_timeout_secs == 0 || ssh.keepalive_secs == 0 {
+                return Err(ConfigError::invalid(
+                    file,
+                    "tools.sandbox.ssh.connect_timeout_secs",
+                    "timeouts must be at least 1 second".into(),
+                ));
             }
         }
         Ok(())

@@ -13,6 +13,7 @@ pub mod email;
 pub mod http;
 pub mod llm;
 pub mod slack;
+pub mod sshd;
 pub mod telegram;
 pub mod wait;
 

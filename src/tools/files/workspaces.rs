@@ -29,6 +29,9 @@ pub const MAX_NAME: usize = 120;
 #[derive(Debug, Clone)]
 pub struct Workspaces {
     root: PathBuf,
+    /// Why the file tools may not work here (the terminal runs on another host): every call is
+    /// refused with it.
+    refusal: Option<String>,
 }
 
 impl Workspaces {
@@ -37,6 +40,7 @@ impl Workspaces {
         std::fs::create_dir_all(root)?;
         Ok(Workspaces {
             root: root.canonicalize()?,
+            refusal: None,
         })
     }
 
@@ -45,7 +49,14 @@ impl Workspaces {
     pub fn unchecked(root: &Path) -> Self {
         Workspaces {
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_owned()),
+            refusal: None,
         }
+    }
+
+    /// Refuse every file tool call with `why` (their files would not be the terminal's).
+    pub fn refusing(mut self, why: impl Into<String>) -> Self {
+        self.refusal = Some(why.into());
+        self
     }
 
     /// The root (canonical, unless it could not be created).
@@ -93,6 +104,9 @@ impl Workspaces {
     /// The workspace of a call, created if missing (mode 0700: nobody else on the machine reads
     /// a person's files).
     pub async fn open(&self, ctx: &ToolContext) -> Result<Workspace, ToolError> {
+        if let Some(why) = &self.refusal {
+            return Err(ToolError::Failed(why.clone()));
+        }
         let dir = self.dir_for(ctx);
         super::disk::blocking(move || {
             create_private(&dir)
@@ -174,9 +188,7 @@ mod tests {
 
     #[test]
     fn each_person_and_each_shared_session_has_its_own_directory() {
-        let ws = Workspaces {
-            root: PathBuf::from("/w"),
-        };
+        let ws = Workspaces::unchecked(Path::new("/w"));
         let user = |key| ws.dir_for(&ctx(key, Role::User));
         let dm = user(SessionKey::direct(Platform::Telegram, "42"));
         assert_eq!(dm, Path::new("/w/telegram/42"));

@@ -16,6 +16,7 @@ mod leftovers;
 mod lex;
 mod process;
 mod sandbox;
+mod ssh;
 
 pub use cgroup::describe as describe_cgroup;
 pub use fence::{FenceSettings, active as fence_active, describe as describe_fence};
@@ -130,7 +131,11 @@ impl TerminalTool {
                 "terminal: variables that look like secrets are never passed to commands"
             );
         }
-        let sandbox = sandbox::resolve(&settings.sandbox);
+        let home = settings
+            .hermes_home
+            .clone()
+            .unwrap_or_else(|| settings.workspace_root.join(".hermes"));
+        let sandbox = sandbox::resolve(&settings.sandbox, &home);
         TerminalTool {
             spec: ToolSpec {
                 name: "terminal",
@@ -232,6 +237,9 @@ impl Tool for TerminalTool {
                 )));
             }
         };
+        if let sandbox::Resolved::Ssh(target) = &self.sandbox {
+            return self.call_over_ssh(target, &args, timeout, ctx).await;
+        }
         let workspace = self.workspaces.open(ctx).await?;
         let workdir = self
             .workdir(workspace.root(), args.workdir.as_deref())
@@ -249,15 +257,17 @@ impl Tool for TerminalTool {
         let wrapped = match &self.sandbox {
             sandbox::Resolved::Broken(why) => {
                 return Err(ToolError::Failed(format!(
-                    "the terminal's sandbox (bubblewrap) does not work here: {why}; the command was not run"
+                    "the terminal's sandbox does not work here: {why}; the command was not run"
                 )));
             }
             sandbox::Resolved::Bwrap(program) => Some(process::Wrapped {
                 program: program.clone(),
                 args: sandbox::bwrap_args(&fence, &self.settings.sandbox, &workdir),
                 limits: sandbox::limits(&self.settings.sandbox),
+                shell_after: true,
+                hold_stdin: false,
             }),
-            sandbox::Resolved::Host(_) => None,
+            sandbox::Resolved::Host(_) | sandbox::Resolved::Ssh(_) => None,
         };
         // Bubblewrap hides the private paths itself (and Landlock would forbid its mounts).
         let fence = if wrapped.is_some() {

@@ -38,12 +38,18 @@ pub(super) struct Spec<'a> {
     pub cgroup: Option<super::cgroup::CallGroup>,
 }
 
-/// A command wrapped in bubblewrap: its path, its arguments before `--`, and the limits set
-/// on it before it starts.
+/// A command run through another program (bubblewrap, ssh): its path, its arguments, and the
+/// limits set on it before it starts.
 pub(super) struct Wrapped {
     pub program: std::path::PathBuf,
     pub args: Vec<OsString>,
     pub limits: Vec<(libc::__rlimit_resource_t, u64)>,
+    /// `args` are followed by `-- /bin/sh -c <command>` (bubblewrap); otherwise they already
+    /// carry the command (ssh).
+    pub shell_after: bool,
+    /// Standard input is a pipe held open until the call ends (the remote side of ssh ends the
+    /// command when it closes), instead of `/dev/null`.
+    pub hold_stdin: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,25 +71,30 @@ pub(super) struct Finished {
 
 /// Run `spec.command` with `/bin/sh -c` and wait for it, its timeout, or `cancel`.
 pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Result<Finished> {
-    let (mut command, limits) = match spec.sandbox {
+    let (mut command, limits, hold_stdin) = match spec.sandbox {
         Some(w) => {
             let mut c = Command::new(&w.program);
-            c.args(&w.args)
-                .args(["--", "/bin/sh", "-c"])
-                .arg(spec.command);
-            (c, w.limits)
+            c.args(&w.args);
+            if w.shell_after {
+                c.args(["--", "/bin/sh", "-c"]).arg(spec.command);
+            }
+            (c, w.limits, w.hold_stdin)
         }
         None => {
             let mut c = Command::new("/bin/sh");
             c.arg("-c").arg(spec.command);
-            (c, Vec::new())
+            (c, Vec::new(), false)
         }
     };
     command
         .current_dir(spec.workdir)
         .env_clear()
         .envs(spec.env)
-        .stdin(Stdio::null())
+        .stdin(if hold_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -121,6 +132,8 @@ pub(super) async fn run(spec: Spec<'_>, cancel: &CancellationToken) -> io::Resul
         });
     }
     let mut child = command.spawn()?;
+    // Held until the call is over; dropping it tells the remote side to stop (ssh).
+    let _stdin = child.stdin.take();
     // The shell leads a new process group whose id is its pid.
     let mut group = Group {
         pgid: child.id().and_then(|id| i32::try_from(id).ok()),

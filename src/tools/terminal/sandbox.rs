@@ -20,20 +20,33 @@ use super::fence::FenceSettings;
 const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 
 /// What the terminal resolved its configured backend to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Resolved {
     /// Bubblewrap at this path.
     Bwrap(PathBuf),
+    /// Another host over SSH.
+    Ssh(std::sync::Arc<super::ssh::SshTarget>),
     /// On the host; why (for the start-up log and `hermes doctor`).
     Host(String),
-    /// `backend = "bwrap"` but it does not work here: every command is refused with this.
+    /// `backend = "bwrap"` (or `"ssh"`) but it does not work here: every command is refused
+    /// with this.
     Broken(String),
 }
 
-/// Find and try bubblewrap as `config.backend` asks.
-pub fn resolve(config: &SandboxConfig) -> Resolved {
-    if config.backend == SandboxBackend::None {
-        return Resolved::Host("tools.sandbox.backend = \"none\"".into());
+/// Find and try the backend `config.backend` asks for; `home` is the state directory (where
+/// the SSH client keeps its files).
+pub fn resolve(config: &SandboxConfig, home: &Path) -> Resolved {
+    match config.backend {
+        SandboxBackend::None => {
+            return Resolved::Host("tools.sandbox.backend = \"none\"".into());
+        }
+        SandboxBackend::Ssh => {
+            return match super::ssh::SshTarget::new(&config.ssh, home) {
+                Ok(target) => Resolved::Ssh(std::sync::Arc::new(target)),
+                Err(why) => Resolved::Broken(why),
+            };
+        }
+        SandboxBackend::Auto | SandboxBackend::Bwrap => {}
     }
     let tried = find_bwrap()
         .ok_or_else(|| "bwrap is not installed".to_owned())
@@ -86,12 +99,29 @@ pub fn describe(resolved: &Resolved, config: &SandboxConfig) -> String {
             config.max_file_mb,
             config.cpu_secs
         ),
+        Resolved::Ssh(target) => format!(
+            "terminal sandbox: ssh to {} ({}), host key checked against {}{}, workspaces in {}; \
+             the file tools are off (they do not reach the remote host yet)",
+            target.name(),
+            target.program.display(),
+            target.known_hosts.display(),
+            if target.config.trust_new_host_keys {
+                " (new hosts trusted on first use)"
+            } else {
+                ""
+            },
+            target.config.root
+        ),
         Resolved::Host(why) => {
             format!("terminal sandbox: NONE, commands run on the host as the daemon's user ({why})")
         }
         Resolved::Broken(why) => {
             format!(
-                "terminal sandbox: bubblewrap required but unusable, commands are refused ({why})"
+                "terminal sandbox: {} required but unusable, commands are refused ({why})",
+                match config.backend {
+                    SandboxBackend::Ssh => "ssh",
+                    _ => "bubblewrap",
+                }
             )
         }
     }

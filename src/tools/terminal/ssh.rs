@@ -1,0 +1,426 @@
+//! The terminal on another host, with the system's OpenSSH client (`tools.sandbox.backend =
+//! "ssh"`).
+//!
+//! Why OpenSSH rather than a Rust SSH library: it is the client operators already trust and
+//! configure, it verifies host keys against a `known_hosts` file exactly as they expect, and its
+//! connection multiplexing gives one authenticated connection per host, kept alive
+//! (`ServerAliveInterval`) and reopened by the next call when it drops, without any crypto code
+//! in the daemon.
+//!
+//! One master connection (`ssh -M -N -f`, outside any command's cgroup) is started on first
+//! use and again whenever its socket stops answering; each call is a client on it. On the
+//! remote side a small POSIX `sh` wrapper enters the person's directory (`<root>/<platform>/<id>`),
+//! sets the limits with `ulimit`, starts the command in a session of its own with a cleared
+//! environment marked by `HERMES_CALL`, and kills it (its group and every process still
+//! carrying the mark) when it ends or when the connection closes: a watchdog reads the
+//! channel's standard input, which the daemon holds open for the length of the call, so a
+//! timeout, a stopped turn or a dropped connection all end the remote command too.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::{SandboxConfig, SshConfig};
+
+/// Exit code of the wrapper when it cannot enter the workspace or the working directory.
+pub const WRAPPER_FAILED: i32 = 125;
+/// Exit code of `ssh` itself when the connection failed.
+pub const CONNECTION_FAILED: i32 = 255;
+
+/// A remote host and the local files the client uses for it.
+#[derive(Debug)]
+pub struct SshTarget {
+    pub config: SshConfig,
+    pub program: PathBuf,
+    pub known_hosts: PathBuf,
+    /// The master connection's socket.
+    pub control: PathBuf,
+    master: tokio::sync::Mutex<()>,
+}
+
+impl SshTarget {
+    /// The target of `config`, its local files under `home/ssh` (made 0700).
+    pub fn new(config: &SshConfig, home: &Path) -> Result<Self, String> {
+        let program = ["/usr/bin/ssh", "/usr/local/bin/ssh", "/bin/ssh"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .ok_or("the OpenSSH client (ssh) is not installed")?;
+        let dir = home.join("ssh");
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let known_hosts = config
+            .known_hosts
+            .clone()
+            .unwrap_or_else(|| dir.join("known_hosts"));
+        // Socket paths are short (about 100 bytes at most): a hash names the connection.
+        let id = {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(
+                format!("{}@{}:{}", config.user, config.host, config.port).as_bytes(),
+            );
+            d[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        Ok(SshTarget {
+            config: config.clone(),
+            program,
+            known_hosts,
+            control: dir.join(format!("cm-{id}")),
+            master: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// `user@host:port`, for messages.
+    pub fn name(&self) -> String {
+        format!(
+            "{}@{}:{}",
+            self.config.user, self.config.host, self.config.port
+        )
+    }
+
+    /// The options every invocation shares: no user configuration, no prompts, host keys
+    /// checked against our `known_hosts`, timeouts and keep-alive, the master's socket.
+    fn options(&self, master: bool) -> Vec<OsString> {
+        let c = &self.config;
+        let strict = if c.trust_new_host_keys {
+            "accept-new"
+        } else {
+            "yes"
+        };
+        let mut o: Vec<OsString> = Vec::new();
+        let mut opt = |s: String| {
+            o.push("-o".into());
+            o.push(s.into());
+        };
+        opt("BatchMode=yes".into());
+        opt(format!("StrictHostKeyChecking={strict}"));
+        opt(format!("UserKnownHostsFile={}", self.known_hosts.display()));
+        opt("GlobalKnownHostsFile=/dev/null".into());
+        opt("UpdateHostKeys=no".into());
+        opt(format!("ConnectTimeout={}", c.connect_timeout_secs));
+        opt(format!("ServerAliveInterval={}", c.keepalive_secs));
+        opt("ServerAliveCountMax=3".into());
+        opt(format!("ControlPath={}", self.control.display()));
+        opt(format!(
+            "ControlMaster={}",
+            if master { "yes" } else { "no" }
+        ));
+        opt("ControlPersist=600".into());
+        opt("ForwardAgent=no".into());
+        opt("ClearAllForwardings=yes".into());
+        opt("LogLevel=ERROR".into());
+        if let Some(identity) = &c.identity_file {
+            opt("IdentitiesOnly=yes".into());
+            o.push("-i".into());
+            o.push(identity.into());
+        }
+        let mut all: Vec<OsString> = vec!["-F".into(), "none".into()];
+        all.extend(o);
+        all.extend([
+            "-p".into(),
+            c.port.to_string().into(),
+            "-l".into(),
+            c.user.clone().into(),
+        ]);
+        all
+    }
+
+    /// Make sure a master connection answers on the socket, starting one if not. Its error is
+    /// what `ssh` said (a refused host key, a refused login, an unreachable host).
+    pub async fn ensure_master(&self) -> Result<(), String> {
+        let _one_at_a_time = self.master.lock().await;
+        if std::os::unix::net::UnixStream::connect(&self.control).is_ok() {
+            return Ok(());
+        }
+        let _ = std::fs::remove_file(&self.control);
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(self.options(true))
+            .args(["-M", "-N", "-f", "--"])
+            .arg(&self.config.host)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let wait = Duration::from_secs(self.config.connect_timeout_secs + 5);
+        let out = tokio::time::timeout(wait, command.output())
+            .await
+            .map_err(|_| format!("no answer from {} within {wait:?}", self.name()))?
+            .map_err(|e| format!("cannot run {}: {e}", self.program.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+        }
+    }
+
+    /// The `ssh` arguments of one call: a client of the master, no terminal, the wrapper
+    /// script as the remote command.
+    pub fn call_args(&self, script: &str) -> Vec<OsString> {
+        let mut a = self.options(false);
+        a.extend(["-T".into(), "--".into(), self.config.host.clone().into()]);
+        a.push(format!("exec sh -c {}", quote(script)).into());
+        a
+    }
+}
+
+/// `text` as one single-quoted shell word.
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The remote wrapper for `command` in `workspace` (remote path) and `workdir` (relative to
+/// it), with `env` for the command and `marker` as its `HERMES_CALL`.
+pub fn wrapper(
+    workspace: &str,
+    workdir: &str,
+    command: &str,
+    env: &[(String, String)],
+    limits: &SandboxConfig,
+    marker: &str,
+) -> String {
+    let assignments: String = env
+        .iter()
+        .map(|(k, v)| format!(" {k}={}", quote(v)))
+        .collect();
+    let sweep = "for f in /proc/[0-9]*/environ; do \
+                 if grep -qzx \"HERMES_CALL=$m\" \"$f\" 2>/dev/null; then q=${f%/environ}; \
+                 kill -KILL \"${q#/proc/}\" 2>/dev/null; fi; done";
+    let watchdog =
+        format!("cat >/dev/null 2>&1; kill -KILL -- -\"$1\" 2>/dev/null; m=\"$2\"; {sweep}");
+    format!(
+        "d={ws}; mkdir -p -- \"$d\" && cd -- \"$d\" || {{ echo \"hermes: cannot enter the workspace $d on the remote host\" >&2; exit {WRAPPER_FAILED}; }}\n\
+         cd -- {wd} 2>/dev/null || {{ echo \"hermes: workdir {wd_text} does not exist in the workspace\" >&2; exit {WRAPPER_FAILED}; }}\n\
+         ulimit -t {cpu} 2>/dev/null; ulimit -f {blocks} 2>/dev/null; ulimit -v {kb} 2>/dev/null\n\
+         ulimit -u {procs} 2>/dev/null || ulimit -p {procs} 2>/dev/null\n\
+         m={marker_q}\n\
+         env -i HERMES_CALL=\"$m\" PATH=\"$PATH\" HOME=\"$d\" PWD=\"$PWD\"{assignments} setsid sh -c {cmd} </dev/null &\n\
+         p=$!\n\
+         setsid sh -c {dog} watchdog \"$p\" \"$m\" >/dev/null 2>&1 &\n\
+         w=$!\n\
+         wait \"$p\"; s=$?\n\
+         kill -KILL -- -\"$w\" \"$w\" 2>/dev/null; kill -KILL -- -\"$p\" 2>/dev/null\n\
+         {sweep}\n\
+         exit \"$s\"\n",
+        ws = quote(workspace),
+        wd = quote(workdir),
+        wd_text = workdir.replace(['"', '`', '$', '\\'], "_"),
+        cpu = limits.cpu_secs,
+        blocks = limits.max_file_mb.saturating_mul(2048),
+        kb = limits.memory_mb.saturating_mul(1024),
+        procs = limits.max_processes,
+        marker_q = quote(marker),
+        cmd = quote(command),
+        dog = quote(&watchdog),
+    )
+}
+
+/// The remote directory of a workspace: the remote root joined with the workspace's path
+/// below the local root (the same `<platform>/<id>` layout).
+pub fn remote_workspace(root: &str, below: &Path) -> String {
+    let below = below.to_string_lossy();
+    match (root.trim_end_matches('/'), below.as_ref()) {
+        (root, "") => root.to_owned(),
+        ("", below) => format!("/{below}"),
+        (root, below) => format!("{root}/{below}"),
+    }
+}
+
+/// A `workdir` argument checked from its text: relative, and not climbing out.
+pub fn relative_workdir(requested: Option<&str>) -> Result<String, String> {
+    let Some(w) = requested.map(str::trim).filter(|w| !w.is_empty()) else {
+        return Ok(".".into());
+    };
+    let path = Path::new(w);
+    let mut depth = 0i32;
+    for c in path.components() {
+        match c {
+            std::path::Component::Normal(_) => depth += 1,
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => depth -= 1,
+            _ => depth = -1,
+        }
+        if depth < 0 {
+            return Err(format!(
+                "workdir `{w}` is outside the workspace; give a directory relative to the \
+                 workspace root"
+            ));
+        }
+    }
+    Ok(w.to_owned())
+}
+
+impl super::TerminalTool {
+    /// Run `args` on the remote host of `target`, in the caller's workspace there.
+    pub(super) async fn call_over_ssh(
+        &self,
+        target: &SshTarget,
+        args: &super::Args,
+        timeout: Duration,
+        ctx: &crate::tools::ToolContext,
+    ) -> Result<String, crate::tools::ToolError> {
+        use super::process::{self, Ending, Spec, Wrapped};
+        use crate::tools::ToolError;
+        let workdir =
+            relative_workdir(args.workdir.as_deref()).map_err(ToolError::InvalidArguments)?;
+        let root = self.workspaces.root();
+        let below = self
+            .workspaces
+            .dir_for(ctx)
+            .strip_prefix(root)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let remote = remote_workspace(&target.config.root, &below);
+        if let Err(why) = target.ensure_master().await {
+            return Err(ToolError::Failed(format!(
+                "cannot connect to {} over SSH: {}; the command was not run (the next call tries \
+                 again)",
+                target.name(),
+                crate::logging::scrub(&why)
+            )));
+        }
+        // The remote host has its own PATH, HOME and user; the rest of the allowlist goes along.
+        let env: Vec<(String, String)> = self
+            .settings
+            .env_allowlist
+            .iter()
+            .filter(|name| {
+                !super::process::looks_secret(name)
+                    && !matches!(name.as_str(), "PATH" | "HOME" | "PWD" | "USER" | "LOGNAME")
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            })
+            .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+            .collect();
+        let script = wrapper(
+            &remote,
+            &workdir,
+            &args.command,
+            &env,
+            &self.settings.sandbox,
+            &super::leftovers::new_marker(),
+        );
+        let spec = Spec {
+            command: &args.command,
+            workdir: root,
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            timeout,
+            max_output_bytes: self.settings.max_output_bytes,
+            fence: None,
+            sandbox: Some(Wrapped {
+                program: target.program.clone(),
+                args: target.call_args(&script),
+                limits: Vec::new(),
+                shell_after: false,
+                hold_stdin: true,
+            }),
+            cgroup: None,
+        };
+        let finished = process::run(spec, &ctx.cancel)
+            .await
+            .map_err(|e| ToolError::Failed(format!("could not run ssh: {e}")))?;
+        let code = match finished.ending {
+            Ending::Cancelled => return Err(ToolError::Cancelled),
+            Ending::Exited(status) => status.code(),
+            Ending::TimedOut => None,
+        };
+        let said = || crate::logging::scrub(finished.output.trim());
+        match code {
+            Some(CONNECTION_FAILED) => Err(ToolError::Failed(format!(
+                "the SSH connection to {} failed: {}; the command may not have finished (the next \
+                 call reconnects)",
+                target.name(),
+                said()
+            ))),
+            Some(WRAPPER_FAILED) if finished.output.starts_with("hermes: ") => {
+                Err(ToolError::Failed(said()))
+            }
+            _ => Ok(super::report(&finished, timeout)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quoted_word_survives_any_text() {
+        let nasty = "it's $(rm -rf /) `x` \"y\" \\ \n";
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", &format!("printf %s {}", quote(nasty))])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), nasty);
+    }
+
+    #[test]
+    fn workspaces_and_workdirs_keep_to_the_layout() {
+        assert_eq!(
+            remote_workspace("hermes-workspaces", Path::new("telegram/42")),
+            "hermes-workspaces/telegram/42"
+        );
+        assert_eq!(remote_workspace("/srv/ws/", Path::new("")), "/srv/ws");
+        assert_eq!(relative_workdir(None).unwrap(), ".");
+        assert_eq!(relative_workdir(Some("a/../b")).unwrap(), "a/../b");
+        for bad in ["..", "a/../..", "/etc"] {
+            assert!(relative_workdir(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    /// The wrapper run by a local `sh` as the remote shell would: it enters the directory,
+    /// runs the command with only the given environment, and leaves nothing behind.
+    #[test]
+    fn the_wrapper_runs_the_command_and_ends_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("telegram/42");
+        let script = wrapper(
+            ws.to_str().unwrap(),
+            ".",
+            "pwd; echo \"lang=$LANG secret=${SECRET:-none}\"; setsid sleep 4242.5 & echo $! > pid",
+            &[("LANG".into(), "C.UTF-8".into())],
+            &SandboxConfig::default(),
+            "test-marker",
+        );
+        // The channel's standard input stays open for the call, as the daemon holds it.
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", &script])
+            .env("SECRET", "hunter2")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let held = child.stdin.take();
+        let out = child.wait_with_output().unwrap();
+        drop(held);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(ws.to_str().unwrap()), "{text}");
+        assert!(text.contains("lang=C.UTF-8 secret=none"), "{text}");
+        let pid: i32 = std::fs::read_to_string(ws.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z");
+        assert!(!alive, "the setsid child outlived the call");
+    }
+}

@@ -1,0 +1,179 @@
+//! The terminal over SSH, through the real binary against a real `sshd` on 127.0.0.1 (its own
+//! host key and `authorized_keys`): commands run in the person's directory on the remote side
+//! and leave nothing running there; an unknown or wrong host key is refused; killing the server
+//! mid-call gives the model an error and the next call reconnects.
+//!
+//! Needs Debian's `openssh-server` (`.ci/test` installs it); without it these tests fail saying
+//! so.
+
+mod support;
+
+use std::time::Duration;
+
+use support::WAIT;
+use support::daemon::{ALICE, World};
+use support::llm::Reply;
+use support::sshd::Sshd;
+
+/// Alice is a person allowed to run commands; the remote workspaces are under `remote`.
+fn config(sshd: &Sshd, known_hosts: &std::path::Path, remote: &std::path::Path) -> String {
+    format!(
+        "[policy]\nlevel = \"full-access\"\nmax_level = \"full-access\"\n\n\
+         [tools.sandbox]\nbackend = \"ssh\"\n\n[tools.sandbox.ssh]\nhost = \"127.0.0.1\"\n\
+         port = {}\nuser = \"root\"\nidentity_file = \"{}\"\nknown_hosts = \"{}\"\nroot = \"{}\"\n\
+         connect_timeout_secs = 5\nkeepalive_secs = 2\n",
+        sshd.port,
+        sshd.client_key().display(),
+        known_hosts.display(),
+        remote.display()
+    )
+}
+
+fn running(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .any(|c| c.contains(needle) && !c.contains("cmdline"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind() {
+    let sshd = Sshd::start();
+    let known = sshd.dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
+    let remote = sshd.dir.path().join("remote");
+    let mut w = World::new(&config(&sshd, &known, &remote)).await;
+    w.llm.echo_tool_results();
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({
+            "command": "pwd; echo hello > note.txt; echo \"secret=${TELEGRAM_BOT_TOKEN:-none}\"; \
+                        setsid sleep 4343.5 & echo started"
+        }),
+    ));
+    w.llm.push(Reply::tool_call(
+        "write_file",
+        serde_json::json!({"path": "x.txt", "content": "local"}),
+    ));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "run it remotely");
+    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
+    let dir = remote.join("telegram").join(ALICE.to_string());
+    assert!(seen.contains(dir.to_str().unwrap()), "{seen}");
+    assert!(
+        seen.contains("secret=none") && seen.contains("started"),
+        "{seen}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("note.txt")).unwrap(),
+        "hello\n"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running("4343.5") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the remote setsid child outlived the call"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The file tools do not pretend to reach the remote host.
+    let written = w.llm.tool_output_seen_by(3, WAIT).await;
+    assert!(
+        written.contains("do not reach the remote host"),
+        "{written}"
+    );
+    let (_, out, err) = w.run(&["doctor"]);
+    assert!(
+        format!("{out}{err}").contains("terminal sandbox: ssh to root@127.0.0.1"),
+        "{out}{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_or_wrong_host_key_is_refused() {
+    let sshd = Sshd::start();
+    let other = Sshd::start();
+    let known = sshd.dir.path().join("known_hosts");
+    // The other server's key under this server's name: a changed key.
+    let wrong = other
+        .known_hosts_line()
+        .replace(&other.port.to_string(), &sshd.port.to_string());
+    std::fs::write(&known, wrong).unwrap();
+    let remote = sshd.dir.path().join("remote");
+    let mut w = World::new(&config(&sshd, &known, &remote)).await;
+    w.llm.echo_tool_results();
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "echo ran > ran.txt"}),
+    ));
+    w.llm.push(Reply::text("refused"));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "try");
+    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
+    assert!(
+        seen.contains("cannot connect") && seen.contains("Host key verification failed"),
+        "{seen}"
+    );
+    assert!(!remote.join("telegram").exists(), "nothing ran: {seen}");
+    // A host missing from known_hosts is refused too (no trust on first use by default).
+    std::fs::write(&known, "").unwrap();
+    w.tg.wait_sent(1, WAIT).await;
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "echo ran > ran.txt"}),
+    ));
+    w.tg.private_text(ALICE, "Alice", "again");
+    let seen = w.llm.tool_output_seen_by(4, WAIT).await;
+    assert!(
+        seen.matches("Host key verification failed").count() >= 2,
+        "{seen}"
+    );
+    assert!(!remote.join("telegram").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_sshd_mid_call_is_an_error_and_the_next_call_reconnects() {
+    let mut sshd = Sshd::start();
+    let known = sshd.dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
+    let remote = sshd.dir.path().join("remote");
+    let mut w = World::new(&config(&sshd, &known, &remote)).await;
+    w.llm.echo_tool_results();
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "echo first; sleep 31.5", "timeout_secs": 60}),
+    ));
+    w.llm.push(Reply::text("lost"));
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "go");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !running("sleep 31.5") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the remote command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sshd.kill();
+    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
+    assert!(
+        seen.contains("SSH connection") && seen.contains("failed"),
+        "{seen}"
+    );
+    assert!(
+        !running("sleep 31.5"),
+        "the remote command ended with the connection"
+    );
+    w.tg.wait_sent(1, WAIT).await;
+    sshd.restart();
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "echo back again"}),
+    ));
+    w.tg.private_text(ALICE, "Alice", "once more");
+    let seen = w.llm.tool_output_seen_by(4, WAIT).await;
+    assert!(seen.contains("back again"), "{seen}");
+}
