@@ -2,8 +2,8 @@
 //! everything it left behind.
 //!
 //! A call runs `/bin/sh -c <command>` with exactly the given environment (the image's variables,
-//! `HOME` and `HOSTNAME` are unset unless the call sets them) and stdin closed. Output of stdout
-//! and stderr is kept in arrival order, capped. The call ends when the command exits, at the
+//! `HOME` and `HOSTNAME` are unset unless the call sets them), stdin closed, and stderr joined
+//! to stdout so their order is kept; the output is capped. The call ends when the command exits, at the
 //! timeout, or when the token is cancelled; a background child holding the output open does not
 //! keep it waiting, because dockerd is polled for the command's own exit.
 //!
@@ -246,8 +246,9 @@ impl Docker {
     }
 }
 
-/// `/bin/sh -c command`, behind an `unset` of every variable the container would add that the
-/// call did not set, so the command sees exactly the call's environment.
+/// `/bin/sh -c command` with stderr joined to stdout (one pipe keeps their order), behind an
+/// `unset` of every variable the container would add that the call did not set, so the command
+/// sees exactly the call's environment.
 fn command_line(command: &str, image_env: &[String], env: &[(String, String)]) -> Vec<String> {
     let mut unset: Vec<&str> = image_env
         .iter()
@@ -257,13 +258,15 @@ fn command_line(command: &str, image_env: &[String], env: &[(String, String)]) -
         .collect();
     unset.sort_unstable();
     unset.dedup();
-    if unset.is_empty() {
-        return vec!["/bin/sh".into(), "-c".into(), command.into()];
-    }
+    let unset = if unset.is_empty() {
+        String::new()
+    } else {
+        format!("unset {}; ", unset.join(" "))
+    };
     vec![
         "/bin/sh".into(),
         "-c".into(),
-        format!("unset {}; exec /bin/sh -c \"$1\"", unset.join(" ")),
+        format!("{unset}exec /bin/sh -c \"$1\" 2>&1"),
         "sh".into(),
         command.into(),
     ]
@@ -357,7 +360,10 @@ mod tests {
         let image_env = ["PATH=/bin".to_owned(), "LANG=C.UTF-8".to_owned()];
         let env = [("PATH".to_owned(), "/usr/bin".to_owned())];
         let cmd = command_line("echo hi", &image_env, &env);
-        assert_eq!(cmd[2], "unset HOME HOSTNAME LANG; exec /bin/sh -c \"$1\"");
+        assert_eq!(
+            cmd[2],
+            "unset HOME HOSTNAME LANG; exec /bin/sh -c \"$1\" 2>&1"
+        );
         assert_eq!(cmd[4], "echo hi");
     }
 
