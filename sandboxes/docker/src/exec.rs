@@ -7,10 +7,13 @@
 //! timeout, or when the token is cancelled; a background child holding the output open does not
 //! keep it waiting, because dockerd is polled for the command's own exit.
 //!
-//! Then a second exec runs `kill -KILL -1` in the container as the same user. The kernel delivers
-//! that to every process of the container except the caller and PID 1 (a reaping shell loop, see
-//! `spec`), in one pass that a concurrent fork cannot slip past. If even that exec cannot start
-//! (a fork bomb holds every pid), the container is restarted, which ends all its processes.
+//! The command runs under a wrapper shell that, when the command exits, runs `kill -KILL -1`. The
+//! kernel delivers that to every process of the container except the caller and PID 1 (a reaping
+//! shell loop, see `spec`), in one pass that a concurrent fork cannot slip past. The wrapper then
+//! reports on its own stderr how many processes it saw, and exits with the command's status.
+//! When that report is missing (timeout, cancel, or the command killed its wrapper), a second exec
+//! runs the same kill; if even that cannot start (a fork bomb holds every pid), the container is
+//! restarted, which ends all its processes.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -32,8 +35,9 @@ const EXIT_POLL: Duration = Duration::from_millis(100);
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Counts the container's processes (PID 1, its sleep and this shell are the baseline), then
 /// kills all but PID 1 and itself. Twice, for a process that was mid-fork on the first pass.
-const KILL_SCRIPT: &str = "set -- /proc/[0-9]*; kill -KILL -1; kill -KILL -1; echo \"$#\"";
-/// Processes present when nothing was left behind: PID 1, its sleep, the kill script.
+/// The count goes to stderr, which the command's own output never reaches (see `command_line`).
+const KILL_SCRIPT: &str = "set -- /proc/[0-9]*; kill -KILL -1; kill -KILL -1; echo \"$#\" >&2";
+/// Processes present when nothing was left behind: PID 1, its sleep, the killing shell.
 const BASELINE_PROCESSES: usize = 3;
 /// Variables Docker adds to every exec besides the image's.
 const DOCKER_ADDED: [&str; 2] = ["HOME", "HOSTNAME"];
@@ -119,10 +123,22 @@ impl Docker {
             api: Some(self.api.clone()),
             id: id.to_owned(),
         };
-        let mut output = CappedOutput::new(call.max_output_bytes);
-        let ending = self.run(id, &call, cmd, cancel, &mut output).await;
-        let stopped_leftovers = kill_leftovers(&guard.disarm(), id).await?;
+        let mut streams = Streams {
+            output: CappedOutput::new(call.max_output_bytes),
+            report: Vec::new(),
+        };
+        let ending = self.run(id, &call, cmd, cancel, &mut streams).await;
+        let reported = match ending {
+            Ok(Ending::Exited(_)) => streams.counted(),
+            _ => None,
+        };
+        let api = guard.disarm();
+        let stopped_leftovers = match reported {
+            Some(count) => count > BASELINE_PROCESSES,
+            None => kill_leftovers(&api, id).await?,
+        };
         let ending = ending?;
+        let output = streams.output;
         let outcome = ExecOutcome {
             exit_code: match ending {
                 Ending::Exited(code) => code,
@@ -151,7 +167,7 @@ impl Docker {
         call: &ExecCall<'_>,
         cmd: Vec<String>,
         cancel: &CancellationToken,
-        output: &mut CappedOutput,
+        streams: &mut Streams,
     ) -> Result<Ending, DockerError> {
         let deadline = Instant::now() + call.timeout;
         let config = ExecConfig {
@@ -183,7 +199,7 @@ impl Docker {
         let StartExecResults::Attached { output: stream, .. } = started else {
             unreachable!("an exec started without detach is attached");
         };
-        self.collect(&exec_id, stream, deadline, cancel, output)
+        self.collect(&exec_id, stream, deadline, cancel, streams)
             .await
     }
 
@@ -193,7 +209,7 @@ impl Docker {
         mut stream: OutputStream,
         deadline: Instant,
         cancel: &CancellationToken,
-        output: &mut CappedOutput,
+        streams: &mut Streams,
     ) -> Result<Ending, DockerError> {
         let mut poll = tokio::time::interval_at(Instant::now() + EXIT_POLL, EXIT_POLL);
         // Set once dockerd says the command exited; the output then gets one more poll period.
@@ -204,7 +220,7 @@ impl Docker {
                 () = cancel.cancelled() => return Ok(Ending::Cancelled),
                 () = tokio::time::sleep_until(deadline) => return Ok(Ending::TimedOut),
                 item = stream.next() => match item {
-                    Some(Ok(chunk)) => output.push(&chunk.into_bytes()),
+                    Some(Ok(chunk)) => streams.push(chunk),
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "command output stream broke off");
                         break;
@@ -246,9 +262,10 @@ impl Docker {
     }
 }
 
-/// `/bin/sh -c command` with stderr joined to stdout (one pipe keeps their order), behind an
-/// `unset` of every variable the container would add that the call did not set, so the command
-/// sees exactly the call's environment.
+/// `/bin/sh -c command` with stderr joined to stdout (one pipe keeps their order), under a
+/// wrapper that first unsets every variable the container would add that the call did not set
+/// (so the command sees exactly the call's environment) and afterwards runs [`KILL_SCRIPT`],
+/// whose report on the wrapper's stderr is thus apart from the command's output.
 fn command_line(command: &str, image_env: &[String], env: &[(String, String)]) -> Vec<String> {
     let mut unset: Vec<&str> = image_env
         .iter()
@@ -266,10 +283,35 @@ fn command_line(command: &str, image_env: &[String], env: &[(String, String)]) -
     vec![
         "/bin/sh".into(),
         "-c".into(),
-        format!("{unset}exec /bin/sh -c \"$1\" 2>&1"),
+        format!("{unset}/bin/sh -c \"$1\" 2>&1; rc=$?; {KILL_SCRIPT}; exit \"$rc\""),
         "sh".into(),
         command.into(),
     ]
+}
+
+/// What an exec prints: the command's output, and the wrapper's count of processes.
+struct Streams {
+    output: CappedOutput,
+    report: Vec<u8>,
+}
+
+impl Streams {
+    fn push(&mut self, chunk: LogOutput) {
+        match chunk {
+            LogOutput::StdErr { message } => {
+                // A few digits are expected; anything long is not a report.
+                if self.report.len() < 64 {
+                    self.report.extend_from_slice(&message);
+                }
+            }
+            other => self.output.push(&other.into_bytes()),
+        }
+    }
+
+    /// The wrapper's count, if it printed exactly one number.
+    fn counted(&self) -> Option<usize> {
+        String::from_utf8_lossy(&self.report).trim().parse().ok()
+    }
 }
 
 fn is_variable_name(name: &str) -> bool {
@@ -319,7 +361,9 @@ async fn run_kill_script(
     };
     let mut printed = Vec::new();
     while let Some(chunk) = output.next().await {
-        printed.extend_from_slice(&chunk?.into_bytes());
+        if let LogOutput::StdErr { message } = chunk? {
+            printed.extend_from_slice(&message);
+        }
     }
     Ok(String::from_utf8_lossy(&printed).trim().parse().ok())
 }
@@ -360,9 +404,10 @@ mod tests {
         let image_env = ["PATH=/bin".to_owned(), "LANG=C.UTF-8".to_owned()];
         let env = [("PATH".to_owned(), "/usr/bin".to_owned())];
         let cmd = command_line("echo hi", &image_env, &env);
-        assert_eq!(
-            cmd[2],
-            "unset HOME HOSTNAME LANG; exec /bin/sh -c \"$1\" 2>&1"
+        assert!(
+            cmd[2].starts_with("unset HOME HOSTNAME LANG; /bin/sh -c \"$1\" 2>&1; "),
+            "{}",
+            cmd[2]
         );
         assert_eq!(cmd[4], "echo hi");
     }
