@@ -12,6 +12,8 @@
 //!
 //! No image is ever pulled: the configured image must be on the machine already.
 
+#![warn(missing_docs)]
+
 mod client;
 mod container;
 mod error;
