@@ -8,8 +8,13 @@ use crate::error::status_of;
 use crate::spec::{self, ContainerSpec, LABEL_SPEC};
 use crate::{Docker, DockerError};
 
-/// How often `ensure` goes round after losing a race (a create conflict, a start that failed).
+/// How often `ensure` goes round after replacing a container (settings changed, start failed).
 const ATTEMPTS: usize = 3;
+/// How often it looks again after another process won the name: dockerd reserves a name before
+/// the container can be inspected under it, so the winner's container may take a moment to show.
+const CONFLICT_RETRIES: usize = 50;
+/// The pause between two such looks.
+const CONFLICT_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Docker {
     /// The session's container id: the one named `spec.name` if it runs with these settings,
@@ -24,14 +29,20 @@ impl Docker {
         let _held = lock.lock().await;
 
         let mut last_error = None;
-        for _ in 0..ATTEMPTS {
+        let (mut attempts, mut conflicts) = (0, 0);
+        while attempts < ATTEMPTS && conflicts < CONFLICT_RETRIES {
             let Some(found) = self.inspect(&spec.name).await? else {
-                match self.create(spec, &user).await {
-                    Ok(Some(id)) => return Ok(id),
-                    Ok(None) => continue, // created meanwhile by another process: look again
-                    Err(e) => return Err(e),
+                match self.create(spec, &user).await? {
+                    Some(id) => return Ok(id),
+                    None => {
+                        // Created meanwhile by another process: look again shortly.
+                        conflicts += 1;
+                        tokio::time::sleep(CONFLICT_PAUSE).await;
+                        continue;
+                    }
                 }
             };
+            attempts += 1;
             let id = found.id.clone().unwrap_or_else(|| spec.name.clone());
             let fingerprint = found
                 .config

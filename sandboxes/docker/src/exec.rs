@@ -3,9 +3,9 @@
 //!
 //! A call runs `/bin/sh -c <command>` with exactly the given environment (the image's variables,
 //! `HOME` and `HOSTNAME` are unset unless the call sets them), stdin closed, and stderr joined
-//! to stdout so their order is kept; the output is capped. The call ends when the command exits, at the
-//! timeout, or when the token is cancelled; a background child holding the output open does not
-//! keep it waiting, because dockerd is polled for the command's own exit.
+//! to stdout so their order is kept; the output is capped. The call ends when the command exits,
+//! at the timeout, or when the token is cancelled; a background child holding the output open
+//! does not keep it waiting, because dockerd is polled for the command's own exit.
 //!
 //! The command runs under a wrapper shell that, when the command exits, runs `kill -KILL -1`. The
 //! kernel delivers that to every process of the container except the caller and PID 1 (a reaping
@@ -21,24 +21,19 @@ use std::time::Duration;
 use bollard::container::LogOutput;
 use bollard::exec::{StartExecOptions, StartExecResults};
 use bollard::models::{ContainerStateStatusEnum, ExecConfig};
-use bollard::query_parameters::RestartContainerOptionsBuilder;
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::leftovers::{BASELINE_PROCESSES, CleanupGuard, KILL_SCRIPT, kill_leftovers};
 use crate::output::CappedOutput;
 use crate::{Docker, DockerError};
 
-/// How often dockerd is asked whether the command itself has exited while its output stays open.
+/// When dockerd is first asked whether the command itself has exited while its output stays
+/// open; the interval doubles from there up to [`EXIT_POLL_MAX`].
 const EXIT_POLL: Duration = Duration::from_millis(100);
-/// How long the end-of-call kill may take before the container is restarted instead.
-const KILL_TIMEOUT: Duration = Duration::from_secs(10);
-/// Counts the container's processes (PID 1, its sleep and this shell are the baseline), then
-/// kills all but PID 1 and itself. Twice, for a process that was mid-fork on the first pass.
-/// The count goes to stderr, which the command's own output never reaches (see `command_line`).
-const KILL_SCRIPT: &str = "set -- /proc/[0-9]*; kill -KILL -1; kill -KILL -1; echo \"$#\" >&2";
-/// Processes present when nothing was left behind: PID 1, its sleep, the killing shell.
-const BASELINE_PROCESSES: usize = 3;
+/// The longest interval between two such questions.
+const EXIT_POLL_MAX: Duration = Duration::from_secs(1);
 /// Variables Docker adds to every exec besides the image's.
 const DOCKER_ADDED: [&str; 2] = ["HOME", "HOSTNAME"];
 
@@ -211,8 +206,9 @@ impl Docker {
         cancel: &CancellationToken,
         streams: &mut Streams,
     ) -> Result<Ending, DockerError> {
-        let mut poll = tokio::time::interval_at(Instant::now() + EXIT_POLL, EXIT_POLL);
-        // Set once dockerd says the command exited; the output then gets one more poll period.
+        let mut interval = EXIT_POLL;
+        let mut next_poll = Instant::now() + interval;
+        // Set once dockerd says the command exited; the output then gets [`EXIT_POLL`] more.
         let mut exited: Option<Option<i64>> = None;
         loop {
             tokio::select! {
@@ -227,13 +223,16 @@ impl Docker {
                     }
                     None => break,
                 },
-                _ = poll.tick() => {
+                () = tokio::time::sleep_until(next_poll) => {
+                    interval = (interval * 2).min(EXIT_POLL_MAX);
+                    next_poll = Instant::now() + interval;
                     if let Some(code) = exited {
                         // Still open after the command exited: a background child holds it.
                         return Ok(Ending::Exited(code));
                     }
                     if let Some(code) = self.exit_status(exec_id).await? {
                         exited = Some(code);
+                        next_poll = Instant::now() + EXIT_POLL;
                     }
                 }
             }
@@ -320,79 +319,6 @@ fn is_variable_name(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Kills every process in the container but PID 1; whether there were any to kill. Falls back
-/// to restarting the container when no process can be started in it.
-async fn kill_leftovers(api: &bollard::Docker, id: &str) -> Result<bool, DockerError> {
-    let counted = tokio::time::timeout(KILL_TIMEOUT, run_kill_script(api, id)).await;
-    match counted {
-        Ok(Ok(Some(count))) => return Ok(count > BASELINE_PROCESSES),
-        Ok(Ok(None)) => tracing::warn!(container = id, "kill script printed no count"),
-        Ok(Err(e)) => tracing::warn!(container = id, error = %e, "kill script failed"),
-        Err(_) => tracing::warn!(container = id, "kill script timed out"),
-    }
-    tracing::warn!(
-        container = id,
-        "restarting the container to end what the command left"
-    );
-    let options = RestartContainerOptionsBuilder::new().t(0).build();
-    api.restart_container(id, Some(options))
-        .await
-        .map_err(|e| DockerError::api(format!("restart {id} to end a command's processes"), e))?;
-    Ok(true)
-}
-
-/// Runs [`KILL_SCRIPT`]; the number of processes it saw, if it could run and say.
-async fn run_kill_script(
-    api: &bollard::Docker,
-    id: &str,
-) -> Result<Option<usize>, bollard::errors::Error> {
-    let config = ExecConfig {
-        attach_stdout: Some(true),
-        attach_stderr: Some(true),
-        cmd: Some(vec!["/bin/sh".into(), "-c".into(), KILL_SCRIPT.into()]),
-        ..Default::default()
-    };
-    let exec_id = api.create_exec(id, config).await?.id;
-    let StartExecResults::Attached { mut output, .. } = api.start_exec(&exec_id, None).await?
-    else {
-        return Ok(None);
-    };
-    let mut printed = Vec::new();
-    while let Some(chunk) = output.next().await {
-        if let LogOutput::StdErr { message } = chunk? {
-            printed.extend_from_slice(&message);
-        }
-    }
-    Ok(String::from_utf8_lossy(&printed).trim().parse().ok())
-}
-
-/// Kills a container's leftovers in a task if an `exec` future is dropped before it could.
-struct CleanupGuard {
-    api: Option<bollard::Docker>,
-    id: String,
-}
-
-impl CleanupGuard {
-    /// The client back, for the caller to clean up itself.
-    fn disarm(mut self) -> bollard::Docker {
-        self.api.take().expect("guard disarmed once")
-    }
-}
-
-impl Drop for CleanupGuard {
-    fn drop(&mut self) {
-        let Some(api) = self.api.take() else { return };
-        let id = std::mem::take(&mut self.id);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = kill_leftovers(&api, &id).await {
-                    tracing::warn!(container = %id, error = %e, "cleanup after a dropped call failed");
-                }
-            });
-        }
-    }
 }
 
 #[cfg(test)]

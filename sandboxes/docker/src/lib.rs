@@ -18,6 +18,7 @@ mod client;
 mod container;
 mod error;
 mod exec;
+mod leftovers;
 mod output;
 mod spec;
 
