@@ -117,6 +117,7 @@ impl Docker {
         let guard = CleanupGuard {
             api: Some(self.api.clone()),
             id: id.to_owned(),
+            lock: lock.clone(),
         };
         let mut streams = Streams {
             output: CappedOutput::new(call.max_output_bytes),

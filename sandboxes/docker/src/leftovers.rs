@@ -6,6 +6,7 @@
 //! command's own wrapper runs [`KILL_SCRIPT`] (see `exec`); this module runs it in an exec of its
 //! own when the wrapper could not, and restarts the container when even that cannot start.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::container::LogOutput;
@@ -72,10 +73,12 @@ async fn run_kill_script(
     Ok(String::from_utf8_lossy(&printed).trim().parse().ok())
 }
 
-/// Kills a container's leftovers in a task if an `exec` future is dropped before it could.
+/// Kills a container's leftovers in a task if an `exec` future is dropped before it could,
+/// under the container's lock, so the kill cannot hit a later call's processes.
 pub(crate) struct CleanupGuard {
     pub(crate) api: Option<bollard::Docker>,
     pub(crate) id: String,
+    pub(crate) lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl CleanupGuard {
@@ -89,8 +92,10 @@ impl Drop for CleanupGuard {
     fn drop(&mut self) {
         let Some(api) = self.api.take() else { return };
         let id = std::mem::take(&mut self.id);
+        let lock = self.lock.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
+                let _held = lock.lock().await;
                 if let Err(e) = kill_leftovers(&api, &id).await {
                     tracing::warn!(container = %id, error = %e, "cleanup after a dropped call failed");
                 }

@@ -245,6 +245,22 @@ async fn nothing_a_call_starts_outlives_it() {
     docker.remove(&id).await.unwrap();
 }
 
+#[tokio::test]
+async fn a_call_dropped_half_way_is_cleaned_up_all_the_same() {
+    let (_daemon, docker) = docker_or_skip!();
+    let (id, _session) = container(&docker, "exec-dropped").await;
+    let call = call("setsid sleep 1000 & sleep 1001");
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(500),
+        docker.exec(&id, call, &CancellationToken::new()),
+    )
+    .await;
+    assert!(dropped.is_err(), "the call was still running when dropped");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_no_sleep_left(&docker, &id).await;
+    docker.remove(&id).await.unwrap();
+}
+
 /// No `sleep 100x` runs in the container (the keeper's own long sleep does not count).
 async fn assert_no_sleep_left(docker: &Docker, id: &str) {
     let ps = run(docker, id, "ps -o pid,args").await;
