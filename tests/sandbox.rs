@@ -173,8 +173,10 @@ async fn a_fork_bomb_and_a_huge_write_are_stopped_and_the_daemon_keeps_answering
         .and_then(|r| r.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count in:\n{bombed}"));
+    // It ran into the limit (forks refused), and never had more than 64 processes. (How many
+    // are left when it is counted depends on how fast the shells gave up.)
     assert!(
-        (5..=64).contains(&count),
+        count <= 64 && bombed.contains("Cannot fork"),
         "the bomb ran into the limit of 64: {count}\n{bombed}"
     );
     let wrote = w.llm.tool_output_seen_by(3, Duration::from_secs(90)).await;
@@ -199,4 +201,19 @@ async fn a_fork_bomb_and_a_huge_write_are_stopped_and_the_daemon_keeps_answering
         sent.iter().any(|m| m.visible_text == "still here"),
         "{sent:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run with --run-ignored only --no-capture"]
+async fn call_cost_on_the_host_and_in_bubblewrap() {
+    for backend in [
+        hermes::config::SandboxBackend::None,
+        hermes::config::SandboxBackend::Bwrap,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = hermes::tools::terminal::TerminalSettings::new(dir.path());
+        settings.sandbox.backend = backend;
+        let (median, min) = support::cost::call_cost(settings, 30).await;
+        println!("terminal `true` via {backend:?}: median {median:?}, min {min:?} (30 calls)");
+    }
 }

@@ -177,3 +177,24 @@ async fn killing_sshd_mid_call_is_an_error_and_the_next_call_reconnects() {
     let seen = w.llm.tool_output_seen_by(4, WAIT).await;
     assert!(seen.contains("back again"), "{seen}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run with --run-ignored only --no-capture"]
+async fn call_cost_over_ssh() {
+    let sshd = Sshd::start();
+    let known = sshd.dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = hermes::tools::terminal::TerminalSettings::new(dir.path());
+    settings.hermes_home = Some(dir.path().join("home"));
+    settings.sandbox.backend = hermes::config::SandboxBackend::Ssh;
+    let ssh = &mut settings.sandbox.ssh;
+    ssh.host = "127.0.0.1".into();
+    ssh.port = sshd.port;
+    ssh.user = "root".into();
+    ssh.identity_file = Some(sshd.client_key());
+    ssh.known_hosts = Some(known);
+    ssh.root = sshd.dir.path().join("remote").display().to_string();
+    let (median, min) = support::cost::call_cost(settings, 30).await;
+    println!("terminal `true` via ssh: median {median:?}, min {min:?} (30 calls)");
+}

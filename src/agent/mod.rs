@@ -58,6 +58,8 @@ pub struct Agent {
     pub(crate) subagents: Semaphore,
     /// Speech to text for voice messages, when configured.
     pub(crate) transcriber: Option<crate::llm::Transcriber>,
+    /// Where the terminal runs (none for an agent given its tools).
+    pub(crate) sandbox: Option<crate::tools::terminal::SandboxResolved>,
 }
 
 impl Agent {
@@ -78,9 +80,10 @@ impl Agent {
         store: Store,
         cron: crate::cron::CronControl,
     ) -> std::io::Result<Agent> {
-        let tools = toolbox::builtin(config, &store, &cron)?;
+        let (tools, sandbox) = toolbox::builtin(config, &store, &cron)?;
         let mut agent = Self::with_tools(config, provider, store, tools);
         agent.cron = cron;
+        agent.sandbox = Some(sandbox);
         Ok(agent)
     }
 
@@ -108,6 +111,7 @@ impl Agent {
             }),
             fallbacks: model_call::fallbacks(config),
             cron: crate::cron::CronControl::default(),
+            sandbox: None,
             config: Arc::new(config.clone()),
             provider,
             tools,
@@ -122,6 +126,11 @@ impl Agent {
 
     pub fn model(&self) -> &str {
         &self.config.llm.model
+    }
+
+    /// Where the terminal runs (none for an agent given its tools).
+    pub fn sandbox(&self) -> Option<&crate::tools::terminal::SandboxResolved> {
+        self.sandbox.as_ref()
     }
 
     pub fn provider(&self) -> &Arc<dyn Provider> {

@@ -8,13 +8,14 @@ use crate::config::Config;
 use crate::store::Store;
 use crate::tools::{self, ToolRegistry};
 
-/// The built-in tools, configured. Which of them a turn may call is decided per platform by the
-/// configured toolsets. Fails when the workspace directory cannot be created.
+/// The built-in tools, configured, and the terminal's sandbox they were built with (its owner
+/// ends containers with their sessions). Which tools a turn may call is decided per platform by
+/// the configured toolsets. Fails when the workspace directory cannot be created.
 pub fn builtin(
     config: &Config,
     store: &Store,
     cron: &crate::cron::CronControl,
-) -> std::io::Result<ToolRegistry> {
+) -> std::io::Result<(ToolRegistry, tools::terminal::SandboxResolved)> {
     let workspace_dir = config.workspace();
     let workspaces = tools::files::Workspaces::new(&workspace_dir).map_err(|e| {
         std::io::Error::new(
@@ -78,7 +79,11 @@ pub fn builtin(
     terminal.hermes_home = Some(config.home.clone());
     terminal.fence = terminal_fence(config);
     terminal.sandbox = config.tools.sandbox.clone();
-    r.register(Arc::new(tools::terminal::TerminalTool::new(terminal)));
+    let sandbox = tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
+    r.register(Arc::new(tools::terminal::TerminalTool::with_sandbox(
+        terminal,
+        sandbox.clone(),
+    )));
     r.register(Arc::new(tools::web_fetch::WebFetch::new(
         tools::web_fetch::WebFetchSettings {
             allow_private: config.tools.web_allow_private,
@@ -98,7 +103,7 @@ pub fn builtin(
         default_tz,
         config.cron.max_jobs_per_owner,
     )));
-    Ok(r)
+    Ok((r, sandbox))
 }
 
 /// What the terminal's commands may not open: the state directory (but its skills, which
@@ -132,7 +137,7 @@ mod tests {
             ..Config::default()
         };
         let store = Store::open_in_memory().unwrap();
-        let registry = builtin(&config, &store, &crate::cron::CronControl::default()).unwrap();
+        let (registry, _) = builtin(&config, &store, &crate::cron::CronControl::default()).unwrap();
         let mut registered: Vec<&str> = registry.names();
         registered.sort_unstable();
         let mut named: Vec<&str> = crate::config::TOOLSETS

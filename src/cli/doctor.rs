@@ -104,8 +104,13 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     );
     let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
     let said = crate::tools::terminal::describe_sandbox(&sandbox, &config.tools.sandbox);
-    match sandbox {
+    match &sandbox {
         crate::tools::terminal::SandboxResolved::Broken(_) => r.fail("sandbox", said),
+        #[cfg(feature = "docker")]
+        crate::tools::terminal::SandboxResolved::Docker(docker) => match docker.check().await {
+            Ok(()) => r.ok("sandbox", said),
+            Err(e) => r.fail("sandbox", format!("{said}: {e}")),
+        },
         _ => r.ok("sandbox", said),
     }
     r.ok("processes", crate::tools::terminal::describe_cgroup());

@@ -64,8 +64,9 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
     let sandbox = crate::tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
     let said = crate::tools::terminal::describe_sandbox(&sandbox, &config.tools.sandbox);
     match sandbox {
-        crate::tools::terminal::SandboxResolved::Bwrap(_) => tracing::info!("{said}"),
-        _ => tracing::warn!("{said}"),
+        crate::tools::terminal::SandboxResolved::Host(_)
+        | crate::tools::terminal::SandboxResolved::Broken(_) => tracing::warn!("{said}"),
+        _ => tracing::info!("{said}"),
     }
     tracing::info!("{}", crate::tools::terminal::describe_cgroup());
     let store = match super::open_store(&config) {

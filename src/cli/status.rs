@@ -102,6 +102,15 @@ pub(super) fn render(r: &StatusReport) -> String {
         r.resident_bytes as f64 / 1048576.0,
         r.store_bytes as f64 / 1048576.0
     ));
+    if let Some(sandbox) = &r.sandbox {
+        out.push_str(&format!(
+            "terminal:  {}\n",
+            sandbox.trim_start_matches("terminal sandbox: ")
+        ));
+    }
+    for c in &r.containers {
+        out.push_str(&format!("container: {c}\n"));
+    }
     if r.poisoned > 0 {
         out.push_str(&format!(
             "poisoned:  {} stored message(s) or reply(ies) could not be read and were set aside (the log names them)\n",

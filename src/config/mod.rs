@@ -42,7 +42,7 @@ pub use platforms::{
     DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,
 };
 pub use policy::PolicyConfig;
-pub use sandbox::{SandboxBackend, SandboxConfig, SshConfig};
+pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};

@@ -20,6 +20,31 @@ pub enum SandboxBackend {
     Bwrap,
     /// Another host over SSH (`[tools.sandbox.ssh]`), with the system's OpenSSH client.
     Ssh,
+    /// A Docker container per session (`[tools.sandbox.docker]`).
+    Docker,
+}
+
+/// `[tools.sandbox.docker]`: the containers the terminal's commands run in.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DockerConfig {
+    /// dockerd's socket; none: `DOCKER_HOST`, else `/var/run/docker.sock`.
+    pub socket: Option<PathBuf>,
+    /// The image every session's container starts from; it must be on the machine already
+    /// (nothing is pulled).
+    pub image: String,
+    /// CPU cores one container may use.
+    pub cpus: f64,
+}
+
+impl Default for DockerConfig {
+    fn default() -> Self {
+        DockerConfig {
+            socket: None,
+            image: "debian:stable-slim".into(),
+            cpus: 1.0,
+        }
+    }
 }
 
 /// `[tools.sandbox.ssh]`: the host the terminal's commands run on.
@@ -83,6 +108,8 @@ pub struct SandboxConfig {
     pub tmp_mb: u64,
     /// The remote host of `backend = "ssh"`.
     pub ssh: SshConfig,
+    /// The containers of `backend = "docker"`.
+    pub docker: DockerConfig,
 }
 
 impl Default for SandboxConfig {
@@ -96,6 +123,7 @@ impl Default for SandboxConfig {
             cpu_secs: 600,
             tmp_mb: 512,
             ssh: SshConfig::default(),
+            docker: DockerConfig::default(),
         }
     }
 }
@@ -111,6 +139,22 @@ impl SandboxConfig {
         ] {
             if value == 0 {
                 return Err(ConfigError::invalid(file, key, "must be at least 1".into()));
+            }
+        }
+        if self.backend == SandboxBackend::Docker {
+            if self.docker.image.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    file,
+                    "tools.sandbox.docker.image",
+                    "is required with tools.sandbox.backend = \"docker\"".into(),
+                ));
+            }
+            if !(self.docker.cpus > 0.0 && self.docker.cpus.is_finite()) {
+                return Err(ConfigError::invalid(
+                    file,
+                    "tools.sandbox.docker.cpus",
+                    "must be more than 0".into(),
+                ));
             }
         }
         if self.backend == SandboxBackend::Ssh {

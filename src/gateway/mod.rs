@@ -9,7 +9,8 @@
 //! The folders follow the flow: `intake/` (sink, router, authorization, commands), `lanes/`
 //! (session pool, lane, turn, and what a turn sees and shows), `outbound/` (replies, chunking,
 //! outbox pump); beside it `adapters/` (supervision, health), `cron/` (scheduled runs) and `ops/`
-//! (admin endpoint, status, systemd, housekeeping, reload). This file holds the hub they share:
+//! (admin endpoint, status, systemd, housekeeping, reload), and `sandbox.rs` (the terminal
+//! sandbox's containers and connection beside the sessions). This file holds the hub they share:
 //! [`Shared`], with what is in force ([`InForce`]) swapped whole by a reload.
 //!
 //! Tasks: one supervisor per adapter, the router, one lane per active session (created on
@@ -23,6 +24,7 @@ mod intake;
 mod lanes;
 mod ops;
 mod outbound;
+mod sandbox;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -179,6 +181,12 @@ impl Gateway {
             policy,
             mut reloader,
         } = self;
+        // Containers a crash left behind go before any session can make a new one.
+        let _ = tokio::time::timeout(
+            Duration::from_secs(10),
+            sandbox::reap(&shared, "left by an earlier run"),
+        )
+        .await;
         let mut supervisors = adapters::supervisor::Supervisors::new(policy);
         for adapter in shared.adapters_all() {
             supervisors.start(&shared, adapter);
@@ -239,6 +247,7 @@ impl Gateway {
         let _ = pump.await;
         let flush_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
         outbound::pump::flush(&shared, flush_deadline).await;
+        sandbox::stop(&shared).await;
         if let Some(admin) = admin {
             admin.stop().await;
         }

@@ -7,8 +7,10 @@
 #![allow(dead_code)]
 
 pub mod chat;
+pub mod cost;
 pub mod daemon;
 pub mod discord;
+pub mod dockerd;
 pub mod email;
 pub mod http;
 pub mod llm;

@@ -51,6 +51,11 @@ pub struct ContainerSpec {
     pub pids: i64,
     /// CPU limit in cores, e.g. `1.0` or `0.5`.
     pub cpus: f64,
+    /// Largest file a process may write, in MiB (`RLIMIT_FSIZE`): the workspace is a host
+    /// directory, so this is what keeps one command from filling the host's disk with one file.
+    pub max_file_mb: u64,
+    /// CPU seconds one process may use (`RLIMIT_CPU`).
+    pub cpu_secs: u64,
 }
 
 /// The container name for `session` of daemon `instance`: `hermes-<instance>-<session>`, each
@@ -138,7 +143,8 @@ pub(crate) fn validate(spec: &ContainerSpec) -> Result<(), DockerError> {
 /// The settings a container was made with, compared on `ensure` to decide whether to replace it.
 pub(crate) fn fingerprint(spec: &ContainerSpec, user: &str) -> String {
     format!(
-        "v1 image={} workspace={} mount={} network={} memory_mb={} pids={} cpus={} user={}",
+        "v2 image={} workspace={} mount={} network={} memory_mb={} pids={} cpus={} fsize_mb={} \
+         cpu_secs={} user={}",
         spec.image,
         spec.workspace.display(),
         spec.mount_at,
@@ -146,8 +152,20 @@ pub(crate) fn fingerprint(spec: &ContainerSpec, user: &str) -> String {
         spec.memory_mb,
         spec.pids,
         spec.cpus,
+        spec.max_file_mb,
+        spec.cpu_secs,
         user
     )
+}
+
+/// One rlimit, soft and hard alike.
+fn limit(name: &str, value: u64) -> bollard::models::ResourcesUlimits {
+    let value = i64::try_from(value).unwrap_or(i64::MAX);
+    bollard::models::ResourcesUlimits {
+        name: Some(name.to_owned()),
+        soft: Some(value),
+        hard: Some(value),
+    }
 }
 
 /// The create request for `spec`, running as `user`.
@@ -181,6 +199,10 @@ pub(crate) fn create_body(spec: &ContainerSpec, user: &str) -> ContainerCreateBo
         memory: Some(memory),
         memory_swap: Some(memory),
         nano_cpus: Some((spec.cpus * 1e9) as i64),
+        ulimits: Some(vec![
+            limit("fsize", spec.max_file_mb.saturating_mul(1024 * 1024)),
+            limit("cpu", spec.cpu_secs),
+        ]),
         init: Some(false),
         ..Default::default()
     };
@@ -215,6 +237,8 @@ mod tests {
             memory_mb: 256,
             pids: 64,
             cpus: 0.5,
+            max_file_mb: 64,
+            cpu_secs: 60,
         }
     }
 

@@ -152,6 +152,7 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
                 _ = tokio::time::sleep(idle) => {
                     if shared.pool.retire(&lane) {
                         tracing::debug!(session = %lane.key, "idle session lane retired");
+                        crate::gateway::sandbox::session_ended(&shared, &lane.key);
                         return;
                     }
                     continue;

@@ -45,6 +45,12 @@ pub struct StatusReport {
     pub model: String,
     /// The last `SIGHUP` reload's error, while the old configuration stays in force.
     pub reload_error: Option<String>,
+    /// Where the terminal runs (the line `hermes doctor` prints).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    /// The sandbox's containers: `name session state`.
+    #[serde(default)]
+    pub containers: Vec<String>,
 }
 
 impl StatusReport {
@@ -115,6 +121,7 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
             std::fs::metadata(p).ok().map(|m| m.len())
         })
         .sum();
+    let (sandbox, containers) = crate::gateway::sandbox::report(shared).await;
     let report = StatusReport {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         pid: std::process::id(),
@@ -131,6 +138,8 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
         resident_bytes: crate::metrics::resident_bytes(),
         model: shared.agent().model().to_owned(),
         reload_error: shared.reload_error(),
+        sandbox,
+        containers,
     };
     refresh_gauges(metrics(), &report);
     report

@@ -11,6 +11,8 @@
 mod cgroup;
 mod commands;
 mod dangerous;
+#[cfg(feature = "docker")]
+pub mod docker;
 mod fence;
 mod leftovers;
 mod lex;
@@ -118,7 +120,19 @@ struct Args {
 }
 
 impl TerminalTool {
+    /// The terminal of `settings`, resolving its sandbox backend now.
     pub fn new(settings: TerminalSettings) -> Self {
+        let home = settings
+            .hermes_home
+            .clone()
+            .unwrap_or_else(|| settings.workspace_root.join(".hermes"));
+        let sandbox = sandbox::resolve(&settings.sandbox, &home);
+        Self::with_sandbox(settings, sandbox)
+    }
+
+    /// The terminal of `settings` running commands where `sandbox` says (resolved once by the
+    /// caller, who keeps it for the containers' lifecycle).
+    pub fn with_sandbox(settings: TerminalSettings, sandbox: SandboxResolved) -> Self {
         let dropped: Vec<&str> = settings
             .env_allowlist
             .iter()
@@ -131,11 +145,6 @@ impl TerminalTool {
                 "terminal: variables that look like secrets are never passed to commands"
             );
         }
-        let home = settings
-            .hermes_home
-            .clone()
-            .unwrap_or_else(|| settings.workspace_root.join(".hermes"));
-        let sandbox = sandbox::resolve(&settings.sandbox, &home);
         TerminalTool {
             spec: ToolSpec {
                 name: "terminal",
@@ -237,8 +246,15 @@ impl Tool for TerminalTool {
                 )));
             }
         };
-        if let sandbox::Resolved::Ssh(target) = &self.sandbox {
-            return self.call_over_ssh(target, &args, timeout, ctx).await;
+        match &self.sandbox {
+            sandbox::Resolved::Ssh(target) => {
+                return self.call_over_ssh(target, &args, timeout, ctx).await;
+            }
+            #[cfg(feature = "docker")]
+            sandbox::Resolved::Docker(target) => {
+                return self.call_in_docker(target, &args, timeout, ctx).await;
+            }
+            _ => {}
         }
         let workspace = self.workspaces.open(ctx).await?;
         let workdir = self
@@ -267,7 +283,7 @@ impl Tool for TerminalTool {
                 shell_after: true,
                 hold_stdin: false,
             }),
-            sandbox::Resolved::Host(_) | sandbox::Resolved::Ssh(_) => None,
+            _ => None,
         };
         // Bubblewrap hides the private paths itself (and Landlock would forbid its mounts).
         let fence = if wrapped.is_some() {

@@ -26,6 +26,9 @@ pub enum Resolved {
     Bwrap(PathBuf),
     /// Another host over SSH.
     Ssh(std::sync::Arc<super::ssh::SshTarget>),
+    /// A Docker container per session.
+    #[cfg(feature = "docker")]
+    Docker(std::sync::Arc<super::docker::DockerSandbox>),
     /// On the host; why (for the start-up log and `hermes doctor`).
     Host(String),
     /// `backend = "bwrap"` (or `"ssh"`) but it does not work here: every command is refused
@@ -45,6 +48,18 @@ pub fn resolve(config: &SandboxConfig, home: &Path) -> Resolved {
                 Ok(target) => Resolved::Ssh(std::sync::Arc::new(target)),
                 Err(why) => Resolved::Broken(why),
             };
+        }
+        #[cfg(feature = "docker")]
+        SandboxBackend::Docker => {
+            return Resolved::Docker(std::sync::Arc::new(super::docker::DockerSandbox::new(
+                config, home,
+            )));
+        }
+        #[cfg(not(feature = "docker"))]
+        SandboxBackend::Docker => {
+            return Resolved::Broken(
+                "this build of hermes has no Docker support (cargo feature `docker`)".into(),
+            );
         }
         SandboxBackend::Auto | SandboxBackend::Bwrap => {}
     }
@@ -112,6 +127,8 @@ pub fn describe(resolved: &Resolved, config: &SandboxConfig) -> String {
             },
             target.config.root
         ),
+        #[cfg(feature = "docker")]
+        Resolved::Docker(docker) => docker.describe(),
         Resolved::Host(why) => {
             format!("terminal sandbox: NONE, commands run on the host as the daemon's user ({why})")
         }
@@ -120,6 +137,7 @@ pub fn describe(resolved: &Resolved, config: &SandboxConfig) -> String {
                 "terminal sandbox: {} required but unusable, commands are refused ({why})",
                 match config.backend {
                     SandboxBackend::Ssh => "ssh",
+                    SandboxBackend::Docker => "docker",
                     _ => "bubblewrap",
                 }
             )

@@ -7,8 +7,9 @@
 //! (`ServerAliveInterval`) and reopened by the next call when it drops, without any crypto code
 //! in the daemon.
 //!
-//! One master connection (`ssh -M -N -f`, outside any command's cgroup) is started on first
-//! use and again whenever its socket stops answering; each call is a client on it. On the
+//! One master connection (outside any command's cgroup, kept in the background by
+//! `ControlPersist`) is started on first use and again whenever its socket stops answering;
+//! each call is a client on it. On the
 //! remote side a small POSIX `sh` wrapper enters the person's directory (`<root>/<platform>/<id>`),
 //! sets the limits with `ulimit`, starts the command in a session of its own with a cleared
 //! environment marked by `HERMES_CALL`, and kills it (its group and every process still
@@ -142,25 +143,53 @@ impl SshTarget {
             return Ok(());
         }
         let _ = std::fs::remove_file(&self.control);
+        // The master runs `true` and stays in the background (ControlPersist) holding whatever
+        // it was given: its messages go to a file, its standard streams nowhere.
+        let log = self.control.with_extension("log");
+        let _ = std::fs::remove_file(&log);
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(self.options(true))
-            .args(["-M", "-N", "-f", "--"])
+            .arg("-E")
+            .arg(&log)
+            .args(["-T", "--"])
             .arg(&self.config.host)
+            .arg("true")
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .kill_on_drop(true);
         let wait = Duration::from_secs(self.config.connect_timeout_secs + 5);
-        let out = tokio::time::timeout(wait, command.output())
+        let status = tokio::time::timeout(wait, command.status())
             .await
             .map_err(|_| format!("no answer from {} within {wait:?}", self.name()))?
             .map_err(|e| format!("cannot run {}: {e}", self.program.display()))?;
-        if out.status.success() {
+        if status.success() {
             Ok(())
         } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            Err(match said.trim() {
+                "" => format!("ssh exited with {status}"),
+                said => said.to_owned(),
+            })
         }
+    }
+
+    /// Close the master connection (at stop: it would otherwise linger for `ControlPersist`).
+    pub async fn close(&self) {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(self.options(false))
+            .args(["-O", "exit", "--"])
+            .arg(&self.config.host)
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), command.status()).await;
     }
 
     /// The `ssh` arguments of one call: a client of the master, no terminal, the wrapper
@@ -192,9 +221,9 @@ pub fn wrapper(
         .iter()
         .map(|(k, v)| format!(" {k}={}", quote(v)))
         .collect();
-    let sweep = "for f in /proc/[0-9]*/environ; do \
-                 if grep -qzx \"HERMES_CALL=$m\" \"$f\" 2>/dev/null; then q=${f%/environ}; \
-                 kill -KILL \"${q#/proc/}\" 2>/dev/null; fi; done";
+    // One grep over every process's environment (not one per process: a busy host has hundreds).
+    let sweep = "for f in $(grep -lzx \"HERMES_CALL=$m\" /proc/[0-9]*/environ 2>/dev/null); do \
+                 q=${f%/environ}; kill -KILL \"${q#/proc/}\" 2>/dev/null; done";
     let watchdog =
         format!("cat >/dev/null 2>&1; kill -KILL -- -\"$1\" 2>/dev/null; m=\"$2\"; {sweep}");
     format!(

@@ -316,6 +316,8 @@ impl Session {
             memory_mb: 256,
             pids: 64,
             cpus: 1.0,
+            max_file_mb: 1024,
+            cpu_secs: 600,
         };
         Session { spec, workspace }
     }
