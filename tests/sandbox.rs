@@ -12,22 +12,11 @@ use std::time::Duration;
 use support::WAIT;
 use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;
+use support::sandboxed::{model_port, processes_counted, running, still_answers, wait_gone};
 
 /// Alice and Bob are people, not operators, allowed to run commands without being asked.
 const CONFIG: &str = "[policy]\nlevel = \"full-access\"\nmax_level = \"full-access\"\n\n\
                       [tools.sandbox]\nbackend = \"bwrap\"\n";
-
-/// Processes on the host whose command line contains `needle`.
-fn running(needle: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(needle) && !c.contains("cmdline"))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() {
@@ -38,14 +27,7 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
     let mut w = World::new(CONFIG).await;
     w.llm.echo_tool_results();
     let home = w.home.path().display().to_string();
-    let port = w
-        .llm
-        .base_url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/v1")
-        .to_owned();
+    let port = model_port(&w);
     let bobs = w.workspace_of("telegram", &BOB.to_string());
     std::fs::write(bobs.join("diary.txt"), "bob's secret").unwrap();
     let bobs = bobs.display();
@@ -104,25 +86,10 @@ async fn a_sandboxed_command_keeps_to_its_workspace_and_leaves_nothing_behind() 
         "{read}"
     );
     // What it left running ended with the call.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !running("4321.5").is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running after the call: {:?}",
-            running("4321.5")
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_gone("4321.5", "the setsid child").await;
     // And the daemon still answers (after the answer to the command went out, so that the next
     // message does not interrupt it).
-    w.tg.wait_sent(1, WAIT).await;
-    w.llm.set_default(|_| Reply::text("still here"));
-    w.tg.private_text(ALICE, "Alice", "ping");
-    let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(
-        sent.iter().any(|m| m.visible_text == "still here"),
-        "{sent:?}"
-    );
+    still_answers(&w, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,12 +134,7 @@ async fn a_fork_bomb_and_a_huge_write_are_stopped_and_the_daemon_keeps_answering
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "try the limits");
     let bombed = w.llm.tool_output_seen_by(2, WAIT).await;
-    let count: usize = bombed
-        .split("processes=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count in:\n{bombed}"));
+    let count = processes_counted(&bombed);
     // It ran into the limit (forks refused), and never had more than 64 processes. (How many
     // are left when it is counted depends on how fast the shells gave up.)
     assert!(
@@ -193,14 +155,7 @@ async fn a_fork_bomb_and_a_huge_write_are_stopped_and_the_daemon_keeps_answering
     assert!(wrote.contains("No space left on device"), "{wrote}");
     // Nothing of the bomb is left on the host, and the daemon answers.
     assert!(running("f | f").is_empty());
-    w.tg.wait_sent(1, WAIT).await;
-    w.llm.set_default(|_| Reply::text("still here"));
-    w.tg.private_text(ALICE, "Alice", "ping");
-    let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(
-        sent.iter().any(|m| m.visible_text == "still here"),
-        "{sent:?}"
-    );
+    still_answers(&w, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,6 +16,7 @@ use support::WAIT;
 use support::daemon::{ALICE, BOB, World};
 use support::dockerd::{Dockerd, IMAGE};
 use support::llm::Reply;
+use support::sandboxed::{model_port, processes_counted, still_answers, wait_gone, wait_until};
 
 fn config(docker: &Dockerd, extra: &str) -> String {
     format!(
@@ -26,16 +27,6 @@ fn config(docker: &Dockerd, extra: &str) -> String {
     )
 }
 
-fn running(needle: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .any(|c| c.contains(needle) && !c.contains("cmdline"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_keeps_to_its_workspace_its_limits_and_leaves_nothing_behind() {
     let docker = Dockerd::start();
@@ -44,14 +35,7 @@ async fn a_container_keeps_to_its_workspace_its_limits_and_leaves_nothing_behind
     let home = w.home.path().display().to_string();
     let bobs = w.workspace_of("telegram", &BOB.to_string());
     std::fs::write(bobs.join("diary.txt"), "bob's secret").unwrap();
-    let port = w
-        .llm
-        .base_url()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/v1")
-        .to_owned();
+    let port = model_port(&w);
     let command = format!(
         "echo written > mine.txt && cat mine.txt; cat {home}/hermes.db; cat {}/diary.txt; \
          ls /workspace/..; echo x > /etc/hermes-outside; \
@@ -84,22 +68,10 @@ async fn a_container_keeps_to_its_workspace_its_limits_and_leaves_nothing_behind
     );
     assert!(seen.contains("Read-only file system"), "{seen}");
     assert!(seen.contains("no-network"), "{seen}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while running("4545.5") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the setsid child outlived the call"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_gone("4545.5", "the setsid child").await;
     // The bomb hits the pids limit and the call ends; the 10 GB write stops at max_file_mb.
     let bombed = w.llm.tool_output_seen_by(3, Duration::from_secs(60)).await;
-    let count: usize = bombed
-        .split("processes=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count in:\n{bombed}"));
+    let count = processes_counted(&bombed);
     assert!(
         (1..=64).contains(&count),
         "the pids limit of 64: {count}\n{bombed}"
@@ -125,14 +97,7 @@ async fn a_container_keeps_to_its_workspace_its_limits_and_leaves_nothing_behind
         50 * 1024 * 1024,
         "{wrote}"
     );
-    w.tg.wait_sent(1, WAIT).await;
-    w.llm.set_default(|_| Reply::text("still here"));
-    w.tg.private_text(ALICE, "Alice", "ping");
-    let sent = w.tg.wait_sent(2, WAIT).await;
-    assert!(
-        sent.iter().any(|m| m.visible_text == "still here"),
-        "{sent:?}"
-    );
+    still_answers(&w, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,15 +123,10 @@ async fn containers_are_listed_go_with_idle_sessions_and_are_reaped_at_start() {
     assert!(out.contains("container: hermes-"), "{out}{err}");
     assert!(out.contains("terminal:  docker"), "{out}{err}");
     // Idle: the lane retires and its container goes.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !docker.containers().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{:?}",
-            docker.containers()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_until("the idle session's container removed", || {
+        docker.containers().is_empty()
+    })
+    .await;
     // A crash leaves one behind; the next start reaps it.
     w.llm.push(Reply::tool_call(
         "terminal",
@@ -178,15 +138,10 @@ async fn containers_are_listed_go_with_idle_sessions_and_are_reaped_at_start() {
     daemon.kill();
     assert_eq!(docker.containers().len(), 1, "left by the crash");
     let _daemon = w.start().await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !docker.containers().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{:?}",
-            docker.containers()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_until("the crash's container reaped", || {
+        docker.containers().is_empty()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ use std::time::Duration;
 use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
+use support::sandboxed::{running, wait_gone};
 use support::sshd::Sshd;
 
 /// Alice is a person allowed to run commands; the remote workspaces are under `remote`.
@@ -29,23 +30,18 @@ fn config(sshd: &Sshd, known_hosts: &std::path::Path, remote: &std::path::Path) 
     )
 }
 
-fn running(needle: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .any(|c| c.contains(needle) && !c.contains("cmdline"))
+/// A daemon using `sshd` with its right host key; the remote workspaces' root.
+async fn world(sshd: &Sshd) -> (World, std::path::PathBuf) {
+    let known = sshd.dir.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
+    let remote = sshd.dir.path().join("remote");
+    (World::new(&config(sshd, &known, &remote)).await, remote)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind() {
     let sshd = Sshd::start();
-    let known = sshd.dir.path().join("known_hosts");
-    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
-    let remote = sshd.dir.path().join("remote");
-    let mut w = World::new(&config(&sshd, &known, &remote)).await;
+    let (mut w, remote) = world(&sshd).await;
     w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
@@ -71,14 +67,7 @@ async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind()
         std::fs::read_to_string(dir.join("note.txt")).unwrap(),
         "hello\n"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while running("4343.5") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the remote setsid child outlived the call"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_gone("4343.5", "the remote setsid child").await;
     // The file tools do not pretend to reach the remote host.
     let written = w.llm.tool_output_seen_by(3, WAIT).await;
     assert!(
@@ -137,10 +126,7 @@ async fn an_unknown_or_wrong_host_key_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_sshd_mid_call_is_an_error_and_the_next_call_reconnects() {
     let mut sshd = Sshd::start();
-    let known = sshd.dir.path().join("known_hosts");
-    std::fs::write(&known, sshd.known_hosts_line()).unwrap();
-    let remote = sshd.dir.path().join("remote");
-    let mut w = World::new(&config(&sshd, &known, &remote)).await;
+    let (mut w, _remote) = world(&sshd).await;
     w.llm.echo_tool_results();
     w.llm.push(Reply::tool_call(
         "terminal",
@@ -150,7 +136,7 @@ async fn killing_sshd_mid_call_is_an_error_and_the_next_call_reconnects() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "go");
     let deadline = std::time::Instant::now() + WAIT;
-    while !running("sleep 31.5") {
+    while running("sleep 31.5").is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "the remote command never started"
@@ -163,10 +149,7 @@ async fn killing_sshd_mid_call_is_an_error_and_the_next_call_reconnects() {
         seen.contains("SSH connection") && seen.contains("failed"),
         "{seen}"
     );
-    assert!(
-        !running("sleep 31.5"),
-        "the remote command ended with the connection"
-    );
+    wait_gone("sleep 31.5", "the remote command (its connection dropped)").await;
     w.tg.wait_sent(1, WAIT).await;
     sshd.restart();
     w.llm.push(Reply::tool_call(

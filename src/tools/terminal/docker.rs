@@ -188,15 +188,8 @@ impl super::TerminalTool {
                 "the session's container could not be started ({e}); the command was not run"
             ))
         })?;
-        let env: Vec<(String, String)> = self
-            .settings
-            .env_allowlist
-            .iter()
-            .filter(|name| {
-                !super::process::looks_secret(name)
-                    && !matches!(name.as_str(), "PATH" | "HOME" | "PWD" | "USER" | "LOGNAME")
-            })
-            .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        let env: Vec<(String, String)> = super::process::remote_env(&self.settings.env_allowlist)
+            .into_iter()
             .chain([
                 (
                     "PATH".to_owned(),

@@ -369,6 +369,21 @@ pub(super) fn looks_secret(name: &str) -> bool {
             .any(|prefix| upper.starts_with(prefix))
 }
 
+/// The allowlisted variables the daemon has, for a command on another machine or in a
+/// container, which has its own `PATH`, `HOME` and user: those are left out, as is anything
+/// that looks like a secret or is not a plain variable name.
+pub(super) fn remote_env(allowlist: &[String]) -> Vec<(String, String)> {
+    allowlist
+        .iter()
+        .filter(|name| {
+            !looks_secret(name)
+                && !matches!(name.as_str(), "PATH" | "HOME" | "PWD" | "USER" | "LOGNAME")
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        .collect()
+}
+
 /// The environment of a command: the allowlisted variables the daemon has (minus any that look
 /// like secrets), a default `PATH`, `HOME` (the daemon's if allowlisted, else the workspace) and
 /// `PWD`.

@@ -318,17 +318,7 @@ impl super::TerminalTool {
             )));
         }
         // The remote host has its own PATH, HOME and user; the rest of the allowlist goes along.
-        let env: Vec<(String, String)> = self
-            .settings
-            .env_allowlist
-            .iter()
-            .filter(|name| {
-                !super::process::looks_secret(name)
-                    && !matches!(name.as_str(), "PATH" | "HOME" | "PWD" | "USER" | "LOGNAME")
-                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            })
-            .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
-            .collect();
+        let env = super::process::remote_env(&self.settings.env_allowlist);
         let script = wrapper(
             &remote,
             &workdir,

@@ -330,17 +330,21 @@ fn kill_daemon(scan: &Scan<'_>) -> bool {
     })
 }
 
+/// What `systemctl` / `service` do that stops a service.
+const STOP_VERBS: &[&str] = &[
+    "stop",
+    "disable",
+    "mask",
+    "kill",
+    "restart",
+    "try-restart",
+    "reload-or-restart",
+    "try-reload-or-restart",
+    "isolate",
+];
+
 fn daemon_service(scan: &Scan<'_>) -> bool {
-    const VERBS: &[&str] = &[
-        "stop",
-        "disable",
-        "mask",
-        "kill",
-        "restart",
-        "try-restart",
-        "reload-or-restart",
-        "try-reload-or-restart",
-    ];
+    const VERBS: &[&str] = STOP_VERBS;
     let names_us = |a: &str| a.contains("hermes");
     scan.any(|c| {
         let mut operands = c.operands();

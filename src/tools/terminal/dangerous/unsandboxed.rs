@@ -85,23 +85,13 @@ fn recursive_function(scan: &Scan<'_>) -> bool {
 
 fn kill_by_name(scan: &Scan<'_>) -> bool {
     scan.any(|c| {
-        c.is(&["pkill", "killall", "skill", "killall5", "pgrep"]) && !c.is(&["pgrep"])
+        c.is(&["pkill", "killall", "skill", "killall5"])
             || (c.is(&["kill"]) && c.args.iter().any(|a| computed(a)))
     })
 }
 
 fn service_control(scan: &Scan<'_>) -> bool {
-    const VERBS: &[&str] = &[
-        "stop",
-        "disable",
-        "mask",
-        "kill",
-        "restart",
-        "try-restart",
-        "reload-or-restart",
-        "try-reload-or-restart",
-        "isolate",
-    ];
+    const VERBS: &[&str] = super::STOP_VERBS;
     scan.any(|c| {
         (c.is(&["systemctl", "service"]) && c.args.iter().any(|a| VERBS.contains(&a.as_str())))
             || c.is(&["initctl", "rc-service", "sv"])
