@@ -9,6 +9,55 @@ use std::time::{Duration, Instant};
 
 pub const SSHD: &str = "/usr/sbin/sshd";
 
+/// The remote account the tests log in as: a plain user whose shell is `/bin/sh`, so no login
+/// script of the machine (root's `.bashrc` may run tools that take locks) sits between the
+/// daemon and the command. `.ci/test` creates it.
+pub const USER: &str = "hermes-ssh-test";
+
+/// The home of [`USER`]; fails with the command that creates the account when it is missing.
+pub fn user_home() -> PathBuf {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let home = passwd
+        .lines()
+        .find(|l| l.starts_with(&format!("{USER}:")))
+        .and_then(|l| l.split(':').nth(5))
+        .map(PathBuf::from);
+    match home {
+        Some(home) if home.is_dir() => home,
+        _ => panic!(
+            "the test account {USER} is missing: run .ci/test (or useradd --create-home --shell \
+             /bin/sh {USER} && usermod -p '*' {USER})"
+        ),
+    }
+}
+
+/// A fresh directory for one test's remote workspaces in [`USER`]'s home, removed on drop.
+pub struct RemoteRoot(pub PathBuf);
+
+impl RemoteRoot {
+    pub fn new() -> RemoteRoot {
+        let dir = tempfile::Builder::new()
+            .prefix("ws-")
+            .tempdir_in(user_home())
+            .unwrap()
+            .keep();
+        // The account must be able to create its workspaces there.
+        let owner = Command::new("chown")
+            .arg(format!("{USER}:"))
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(owner.success(), "chown {}", dir.display());
+        RemoteRoot(dir)
+    }
+}
+
+impl Drop for RemoteRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 pub struct Sshd {
     pub dir: tempfile::TempDir,
     pub port: u16,
@@ -54,7 +103,7 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-                 PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n\
+                 PermitRootLogin no\nAllowUsers {USER}\nStrictModes no\nUsePAM no\n\
                  MaxStartups 100\nMaxSessions 100\nLogLevel ERROR\n"
             ),
         )
@@ -90,7 +139,7 @@ impl Sshd {
         }
     }
 
-    /// Kill the listener and every session process it started.
+    /// Kill the listener and every server process of its sessions (not the commands they run).
     pub fn kill(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;
@@ -108,9 +157,14 @@ impl Sshd {
             }
             i += 1;
         }
+        // Only the server's own processes, as `pkill sshd` would: what runs in a session must
+        // be ended by the client side noticing the dropped connection.
         for pid in doomed {
-            // SAFETY: plain kill(2) of a positive pid.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.starts_with("sshd") {
+                // SAFETY: plain kill(2) of a positive pid.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
         }
         let _ = child.wait();
     }
