@@ -8,12 +8,10 @@
 
 mod support;
 
-use std::time::Duration;
-
 use support::WAIT;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
-use support::sandboxed::{running, wait_gone};
+use support::sandboxed::wait_gone;
 use support::sshd::{RemoteRoot, Sshd, USER};
 
 /// Alice is a person allowed to run commands; the remote workspaces are under `remote`.
