@@ -30,9 +30,16 @@ async fn a_fork_bomb_hits_the_pids_limit_and_the_container_survives() {
     assert_eq!(limit.output, "64\n");
 
     // `:(){ :|:& };:` does not bomb in busybox sh (the special builtin `:` wins over a
-    // function of that name), so the function gets a plain name.
-    let mut bomb = call("b() { b | b & }; b; wait");
-    bomb.timeout = Duration::from_secs(5);
+    // function of that name), so the function gets a plain name. The calling shell stays until
+    // the cgroup has refused a fork (builtins only: `read` and `[` need no pid), or until the
+    // timeout; had it returned at once, the end-of-call kill could stop the bomb before it
+    // reached the limit (it did, once, on a fast machine).
+    let mut bomb = call(
+        "f=/sys/fs/cgroup/pids/pids.events; [ -e $f ] || f=/sys/fs/cgroup/pids.events; \
+         b() { b | b & }; b; \
+         until read -r k n < $f && [ \"$n\" != 0 ]; do :; done; echo limit reached",
+    );
+    bomb.timeout = Duration::from_secs(20);
     let started = Instant::now();
     let done = docker
         .exec(&id, bomb, &CancellationToken::new())
@@ -57,6 +64,10 @@ async fn a_fork_bomb_hits_the_pids_limit_and_the_container_survives() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("pids.events: {:?} (bomb: {done:?})", events.output));
     assert!(refused > 0, "the bomb never reached the limit: {done:?}");
+    assert!(
+        !done.timed_out && done.output.contains("limit reached"),
+        "{done:?}"
+    );
     assert_usable_and_clean(&docker, &id).await;
     docker.remove(&id).await.unwrap();
 }
