@@ -1,6 +1,7 @@
-//! The terminal over SSH, through the real binary against a real `sshd` on 127.0.0.1 (its own
-//! host key and `authorized_keys`): commands run in the person's directory on the remote side
-//! and leave nothing running there; an unknown or wrong host key is refused; killing the server
+//! The terminal and the file tools over SSH, through the real binary against a real `sshd` on
+//! 127.0.0.1 (its own host key and `authorized_keys`, SFTP served by sshd itself): commands run
+//! in the person's directory on the remote side and leave nothing running there; the file tools
+//! read and write the same remote files; an unknown or wrong host key is refused; killing the server
 //! mid-session gives the model an error and the next call reconnects.
 //!
 //! Needs Debian's `openssh-server` (`.ci/test` installs it); without it these tests fail saying
@@ -48,9 +49,27 @@ async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind()
                         setsid sleep 4343.5 & echo started"
         }),
     ));
+    // The file tools work on the same remote files: what write_file wrote, the terminal reads
+    // there, and what the terminal wrote, read_file and search_files find.
     w.llm.push(Reply::tool_call(
         "write_file",
-        serde_json::json!({"path": "x.txt", "content": "local"}),
+        serde_json::json!({"path": "sub/x.txt", "content": "written by write_file\n"}),
+    ));
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        serde_json::json!({"command": "cat sub/x.txt; stat -c 'owner=%U' sub/x.txt"}),
+    ));
+    w.llm.push(Reply::tool_call(
+        "read_file",
+        serde_json::json!({"path": "note.txt"}),
+    ));
+    w.llm.push(Reply::tool_call(
+        "search_files",
+        serde_json::json!({"pattern": "write_file"}),
+    ));
+    w.llm.push(Reply::tool_call(
+        "read_file",
+        serde_json::json!({"path": "../../../../etc/hostname"}),
     ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "run it remotely");
@@ -66,11 +85,30 @@ async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind()
         "hello\n"
     );
     wait_gone("4343.5", "the remote setsid child").await;
-    // The file tools do not pretend to reach the remote host.
     let written = w.llm.tool_output_seen_by(3, WAIT).await;
+    assert!(written.contains("created `sub/x.txt`"), "{written}");
+    let cat = w.llm.tool_output_seen_by(4, WAIT).await;
     assert!(
-        written.contains("do not reach the remote host"),
-        "{written}"
+        cat.contains("written by write_file") && cat.contains(&format!("owner={USER}")),
+        "the terminal reads the file on the remote side: {cat}"
+    );
+    let read = w.llm.tool_output_seen_by(5, WAIT).await;
+    assert!(read.contains("hello"), "{read}");
+    let found = w.llm.tool_output_seen_by(6, WAIT).await;
+    assert!(
+        found.contains("sub/x.txt:1: written by write_file"),
+        "{found}"
+    );
+    let escape = w.llm.tool_output_seen_by(7, WAIT).await;
+    assert!(escape.contains("outside the workspace"), "{escape}");
+    assert!(
+        !w.home
+            .path()
+            .join("workspace/telegram")
+            .join(ALICE.to_string())
+            .join("sub")
+            .exists(),
+        "nothing was written on this side"
     );
     let (_, out, err) = w.run(&["doctor"]);
     assert!(
@@ -130,10 +168,18 @@ async fn killing_sshd_mid_session_is_an_error_and_the_next_call_reconnects() {
         "terminal",
         serde_json::json!({"command": "echo first"}),
     ));
+    // The file tools' SFTP session is open too when the server goes.
+    w.llm.push(Reply::tool_call(
+        "write_file",
+        serde_json::json!({"path": "kept.txt", "content": "kept\n"}),
+    ));
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "go");
-    let seen = w.llm.tool_output_seen_by(2, WAIT).await;
-    assert!(seen.contains("first"), "{seen}");
+    let seen = w.llm.tool_output_seen_by(3, WAIT).await;
+    assert!(
+        seen.contains("first") && seen.contains("created `kept.txt`"),
+        "{seen}"
+    );
     w.tg.wait_sent(1, WAIT).await;
     // The server goes away under the open master connection.
     sshd.kill();
@@ -142,7 +188,7 @@ async fn killing_sshd_mid_session_is_an_error_and_the_next_call_reconnects() {
         serde_json::json!({"command": "echo second"}),
     ));
     w.tg.private_text(ALICE, "Alice", "again");
-    let seen = w.llm.tool_output_seen_by(4, WAIT).await;
+    let seen = w.llm.tool_output_seen_by(5, WAIT).await;
     assert!(
         seen.contains("over SSH") || seen.contains("SSH connection"),
         "the model is told the connection failed: {seen}"
@@ -154,9 +200,14 @@ async fn killing_sshd_mid_session_is_an_error_and_the_next_call_reconnects() {
         "terminal",
         serde_json::json!({"command": "echo back again"}),
     ));
+    w.llm.push(Reply::tool_call(
+        "read_file",
+        serde_json::json!({"path": "kept.txt"}),
+    ));
     w.tg.private_text(ALICE, "Alice", "once more");
-    let seen = w.llm.tool_output_seen_by(6, WAIT).await;
+    let seen = w.llm.tool_output_seen_by(8, WAIT).await;
     assert!(seen.contains("back again"), "{seen}");
+    assert!(seen.contains("1| kept"), "the file tools reconnect: {seen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,14 +26,18 @@ pub fn builtin(
             ),
         )
     })?;
-    // Over SSH the terminal's files are on the remote host, out of the file tools' reach.
-    let workspaces = if config.tools.sandbox.backend == crate::config::SandboxBackend::Ssh {
-        workspaces.refusing(
-            "the file tools do not reach the remote host the terminal runs on \
-             (tools.sandbox.backend = \"ssh\"); use the terminal to read and write files there",
-        )
-    } else {
-        workspaces
+    let sandbox = tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
+    // Over SSH the terminal's files are on the remote host, and so are the file tools'.
+    let workspaces = match &sandbox {
+        tools::terminal::SandboxResolved::Ssh(target) => {
+            workspaces.on(Arc::new(tools::ssh::SftpFiles::new(target.clone())))
+        }
+        tools::terminal::SandboxResolved::Broken(why)
+            if config.tools.sandbox.backend == crate::config::SandboxBackend::Ssh =>
+        {
+            workspaces.refusing(format!("the SSH host cannot be used: {why}"))
+        }
+        _ => workspaces,
     };
     let mut r = ToolRegistry::new();
     r.register(Arc::new(tools::CurrentTime::default()));
@@ -79,7 +83,6 @@ pub fn builtin(
     terminal.hermes_home = Some(config.home.clone());
     terminal.fence = terminal_fence(config);
     terminal.sandbox = config.tools.sandbox.clone();
-    let sandbox = tools::terminal::resolve_sandbox(&config.tools.sandbox, &config.home);
     r.register(Arc::new(tools::terminal::TerminalTool::with_sandbox(
         terminal,
         sandbox.clone(),

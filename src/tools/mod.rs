@@ -7,6 +7,7 @@ pub mod files;
 mod interaction;
 mod registry;
 mod session_search;
+pub mod ssh;
 pub mod terminal;
 mod todo;
 pub mod web_fetch;

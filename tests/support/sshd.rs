@@ -104,7 +104,8 @@ impl Sshd {
                  AuthorizedKeysFile {d}/authorized_keys\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
                  PermitRootLogin no\nAllowUsers {USER}\nStrictModes no\nUsePAM no\n\
-                 MaxStartups 100\nMaxSessions 100\nLogLevel ERROR\n"
+                 MaxStartups 100\nMaxSessions 100\nLogLevel ERROR\n\
+                 Subsystem sftp internal-sftp\n"
             ),
         )
         .unwrap();

@@ -4,13 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ignore::DirEntry;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::{blocking, human_size};
-use super::walk::{Budget, entries};
+use super::walk::{Budget, Entry, entries};
 use super::{Intent, Workspace, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -83,7 +82,7 @@ impl Tool for ListDir {
             let user_path = args.path.as_deref().unwrap_or(".");
             let dir = ws.resolve(user_path, Intent::Read)?;
             let name = ws.display(&dir);
-            if !dir.is_dir() {
+            if !ws.disk().stat(&dir).is_ok_and(|m| m.is_dir()) {
                 return Err(ToolError::Failed(format!(
                     "`{name}` is a file, not a directory; use read_file to read it"
                 )));
@@ -136,20 +135,19 @@ impl Tool for ListDir {
 }
 
 /// One line for an entry: `dir/`, `file  (12.0 KB)` or `link -> target`.
-fn describe(ws: &Workspace, entry: &DirEntry) -> String {
-    let name = ws.display(entry.path());
-    let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-        return format!("{name}  (unreadable)");
-    };
+fn describe(ws: &Workspace, entry: &Entry) -> String {
+    let name = ws.display(&entry.path);
+    let meta = entry.meta;
     if meta.is_dir() {
         return format!("{name}/");
     }
-    if !meta.file_type().is_symlink() {
-        return format!("{name}  ({})", human_size(meta.len()));
+    if !meta.is_symlink() {
+        return format!("{name}  ({})", human_size(meta.len));
     }
-    match entry.path().canonicalize() {
+    match ws.disk().canonicalize(&entry.path) {
         Ok(target) if target.starts_with(ws.root()) => {
-            let slash = if target.is_dir() { "/" } else { "" };
+            let is_dir = ws.disk().stat(&target).is_ok_and(|m| m.is_dir());
+            let slash = if is_dir { "/" } else { "" };
             format!("{name} -> {}{slash}", ws.display(&target))
         }
         Ok(_) => format!("{name} -> (outside the workspace, not accessible)"),

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::disk::{blocking, io_error, plural, read_text, write_atomically};
+use super::disk::{blocking, io_error, plural, read_text};
 use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -101,7 +101,8 @@ impl Tool for PatchFile {
                 &args.new_text,
                 args.replace_all,
             )?;
-            write_atomically(&path, patched.content.as_bytes())
+            ws.disk()
+                .replace(&path, patched.content.as_bytes())
                 .map_err(|e| io_error("write", &name, &e))?;
             Ok(patched.summary)
         })

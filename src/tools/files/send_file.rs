@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::disk::blocking;
+use super::disk::{blocking, human_size, io_error};
 use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -68,10 +68,47 @@ impl Tool for SendFile {
             ));
         };
         let ws = self.workspaces.open(ctx).await?;
-        let path = blocking(move || ws.resolve(&args.path, Intent::Read)).await?;
+        // A file on the SSH host comes here first, into a private folder of its own, under its
+        // own name (the name the person sees).
+        let (path, _copy) = blocking(move || {
+            let path = ws.resolve(&args.path, Intent::Read)?;
+            if !ws.disk().is_remote() {
+                return Ok((path, None));
+            }
+            let name = ws.display(&path);
+            let meta = ws
+                .disk()
+                .stat(&path)
+                .map_err(|e| io_error("read", &name, &e))?;
+            if !meta.is_file() {
+                return Err(ToolError::Failed(format!("`{name}` is not a regular file")));
+            }
+            if meta.len > MAX_REMOTE_BYTES {
+                return Err(ToolError::Failed(format!(
+                    "`{name}` is {}, more than any platform takes",
+                    human_size(meta.len)
+                )));
+            }
+            let bytes = ws
+                .disk()
+                .read(&path)
+                .map_err(|e| io_error("read", &name, &e))?;
+            let copy = tempfile::tempdir()
+                .map_err(|e| ToolError::Failed(format!("cannot copy `{name}` here: {e}")))?;
+            let local = copy
+                .path()
+                .join(path.file_name().unwrap_or("file".as_ref()));
+            std::fs::write(&local, bytes)
+                .map_err(|e| ToolError::Failed(format!("cannot copy `{name}` here: {e}")))?;
+            Ok((local, Some(copy)))
+        })
+        .await?;
         person
             .send_file(&path, args.caption.as_deref().unwrap_or(""))
             .await
             .map_err(ToolError::Failed)
     }
 }
+
+/// The largest file fetched from the SSH host to send (Telegram's 50 MB cap, with room).
+const MAX_REMOTE_BYTES: u64 = 64 * 1024 * 1024;

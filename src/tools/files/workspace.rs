@@ -21,7 +21,9 @@
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
+use super::disk::{Disk, Local};
 use crate::tools::ToolError;
 
 /// What the caller will do with a resolved path.
@@ -34,9 +36,10 @@ pub enum Intent {
     Write,
 }
 
-/// The root directory of the file tools, canonicalized once.
+/// The root directory of the file tools, canonicalized once, and the disk it is on.
 #[derive(Debug, Clone)]
 pub struct Workspace {
+    disk: Arc<dyn Disk>,
     root: PathBuf,
     /// The root as configured, made absolute but not canonical, so that an absolute path the
     /// user sees in their configuration (`/tmp/ws/a` where `/tmp` is a link) is accepted too.
@@ -48,15 +51,26 @@ impl Workspace {
     pub fn new(root: &Path) -> io::Result<Self> {
         std::fs::create_dir_all(root)?;
         Ok(Workspace {
+            disk: Arc::new(Local),
             root: root.canonicalize()?,
             given: std::path::absolute(root)?,
         })
+    }
+
+    /// The workspace at `root` on `disk` (another host's), which must be canonical there.
+    pub fn on(disk: Arc<dyn Disk>, root: PathBuf) -> Self {
+        Workspace {
+            disk,
+            given: root.clone(),
+            root,
+        }
     }
 
     /// A workspace at `root` as given, with no disk access: only for working out paths from
     /// their text ([`Workspace::lexical`]), never for [`Workspace::resolve`].
     pub(super) fn unchecked(root: &Path) -> Self {
         Workspace {
+            disk: Arc::new(Local),
             root: root.to_owned(),
             given: root.to_owned(),
         }
@@ -65,6 +79,11 @@ impl Workspace {
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The disk the workspace is on.
+    pub fn disk(&self) -> &dyn Disk {
+        &*self.disk
     }
 
     /// Turn a path from the model into an absolute path inside the workspace, or explain why not.
@@ -111,9 +130,9 @@ impl Workspace {
                         return Err(not_a_dir(walked.parent().unwrap_or(Path::new(""))));
                     }
                     let next = cur.join(name);
-                    match std::fs::symlink_metadata(&next) {
-                        Ok(meta) if meta.file_type().is_symlink() => {
-                            let target = next.canonicalize().map_err(|_| {
+                    match self.disk.lstat(&next) {
+                        Ok(meta) if meta.is_symlink() => {
+                            let target = self.disk.canonicalize(&next).map_err(|_| {
                                 ToolError::Failed(format!(
                                     "`{}` is a symbolic link whose target does not exist",
                                     walked.display()
@@ -126,7 +145,7 @@ impl Workspace {
                                     walked.display()
                                 )));
                             }
-                            cur_is_dir = target.is_dir();
+                            cur_is_dir = self.disk.stat(&target).is_ok_and(|m| m.is_dir());
                             cur = target;
                         }
                         Ok(meta) => {

@@ -15,10 +15,11 @@
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hermes_adapter::SessionScope;
 
-use super::Workspace;
+use super::{Remote, Workspace};
 use crate::policy::Role;
 use crate::tools::{ToolContext, ToolError};
 
@@ -29,9 +30,11 @@ pub const MAX_NAME: usize = 120;
 #[derive(Debug, Clone)]
 pub struct Workspaces {
     root: PathBuf,
-    /// Why the file tools may not work here (the terminal runs on another host): every call is
+    /// Why the file tools may not work here (the terminal's host cannot be used): every call is
     /// refused with it.
     refusal: Option<String>,
+    /// The host the workspaces are on, when it is not this one.
+    remote: Option<Arc<dyn Remote>>,
 }
 
 impl Workspaces {
@@ -41,6 +44,7 @@ impl Workspaces {
         Ok(Workspaces {
             root: root.canonicalize()?,
             refusal: None,
+            remote: None,
         })
     }
 
@@ -50,7 +54,15 @@ impl Workspaces {
         Workspaces {
             root: std::path::absolute(root).unwrap_or_else(|_| root.to_owned()),
             refusal: None,
+            remote: None,
         }
+    }
+
+    /// Keep the workspaces on another host, in the same layout under its own root (where the
+    /// terminal runs: a file tool never works on other files than the terminal sees).
+    pub fn on(mut self, remote: Arc<dyn Remote>) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     /// Refuse every file tool call with `why` (their files would not be the terminal's).
@@ -108,6 +120,11 @@ impl Workspaces {
             return Err(ToolError::Failed(why.clone()));
         }
         let dir = self.dir_for(ctx);
+        if let Some(remote) = &self.remote {
+            let below = dir.strip_prefix(&self.root).unwrap_or(Path::new(""));
+            let (disk, root) = remote.open(below).await.map_err(ToolError::Failed)?;
+            return Ok(Workspace::on(disk, root));
+        }
         super::disk::blocking(move || {
             create_private(&dir)
                 .and_then(|()| Workspace::new(&dir))

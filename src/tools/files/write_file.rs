@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::disk::{MAX_FILE_BYTES, blocking, human_size, io_error, plural, write_atomically};
+use super::disk::{MAX_FILE_BYTES, blocking, human_size, io_error, plural};
 use super::{Intent, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -73,7 +73,7 @@ impl Tool for WriteFile {
         blocking(move || {
             let path = ws.resolve(&args.path, Intent::Write)?;
             let name = ws.display(&path);
-            let existed = match std::fs::metadata(&path) {
+            let existed = match ws.disk().stat(&path) {
                 Ok(meta) if meta.is_dir() => {
                     return Err(ToolError::Failed(format!(
                         "`{name}` is a directory; give a file path"
@@ -83,10 +83,12 @@ impl Tool for WriteFile {
                 Err(_) => false,
             };
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
+                ws.disk()
+                    .create_dirs(parent)
                     .map_err(|e| io_error("create the directories for", &name, &e))?;
             }
-            write_atomically(&path, args.content.as_bytes())
+            ws.disk()
+                .replace(&path, args.content.as_bytes())
                 .map_err(|e| io_error("write", &name, &e))?;
             Ok(format!(
                 "{} `{name}`: {}, {}",

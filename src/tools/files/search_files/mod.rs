@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::disk::{MAX_FILE_BYTES, blocking, cut_line, looks_binary, plural};
-use super::walk::{Budget, entries};
+use super::walk::{Budget, Entry, entries};
 use super::{Intent, Workspace, Workspaces};
 use crate::tools::{Category, Tool, ToolContext, ToolError, ToolSpec, parse_args, schema_of};
 
@@ -181,13 +181,13 @@ impl Search<'_> {
                 found.unreadable += 1;
                 continue;
             };
-            let Some(file) = self.searchable(entry.path()) else {
+            let Some(file) = self.searchable(&entry) else {
                 continue;
             };
-            let name = self.ws.display(entry.path());
+            let name = self.ws.display(&entry.path);
             if self
                 .glob
-                .is_some_and(|g| g.matched(entry.path(), false).is_ignore())
+                .is_some_and(|g| g.matched(&entry.path, false).is_ignore())
             {
                 continue;
             }
@@ -209,21 +209,23 @@ impl Search<'_> {
 
     /// The file to read for a walk entry: the entry itself if it is a regular file, the target
     /// of a symbolic link if that is a regular file inside the workspace, else nothing.
-    fn searchable(&self, path: &Path) -> Option<std::path::PathBuf> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        if meta.is_file() {
-            return Some(path.to_path_buf());
+    fn searchable(&self, entry: &Entry) -> Option<std::path::PathBuf> {
+        if entry.meta.is_file() {
+            return Some(entry.path.clone());
         }
-        if !meta.file_type().is_symlink() {
+        if !entry.meta.is_symlink() {
             return None;
         }
-        let target = path.canonicalize().ok()?;
-        (target.starts_with(self.ws.root()) && target.is_file()).then_some(target)
+        let disk = self.ws.disk();
+        let target = disk.canonicalize(&entry.path).ok()?;
+        (target.starts_with(self.ws.root()) && disk.stat(&target).is_ok_and(|m| m.is_file()))
+            .then_some(target)
     }
 
     fn search_file(&self, file: &Path, name: &str, found: &mut Found) {
-        match std::fs::metadata(file) {
-            Ok(meta) if meta.len() > MAX_FILE_BYTES => {
+        let disk = self.ws.disk();
+        match disk.stat(file) {
+            Ok(meta) if meta.len > MAX_FILE_BYTES => {
                 found.too_large += 1;
                 return;
             }
@@ -233,7 +235,7 @@ impl Search<'_> {
                 return;
             }
         }
-        let Ok(bytes) = std::fs::read(file) else {
+        let Ok(bytes) = disk.read(file) else {
             found.unreadable += 1;
             return;
         };

@@ -1,13 +1,82 @@
-//! The disk side shared by the file tools: reading a text file with the size and binary checks,
-//! replacing a file atomically, and running that blocking work off the async runtime.
+//! The disk the file tools work on ([`Disk`]: this machine's, or a remote host's over SFTP) and
+//! what they share on it: reading a text file with the size and binary checks, and running that
+//! blocking work off the async runtime.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod local;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use local::{Local, write_atomically};
 
 use super::Workspace;
 use crate::tools::ToolError;
+
+/// What kind of thing a path names (a link is not followed unless asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    /// A device, socket or pipe.
+    Other,
+}
+
+/// The little the file tools need to know about a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    pub len: u64,
+}
+
+impl Meta {
+    pub fn is_dir(&self) -> bool {
+        self.kind == Kind::Dir
+    }
+    pub fn is_file(&self) -> bool {
+        self.kind == Kind::File
+    }
+    pub fn is_symlink(&self) -> bool {
+        self.kind == Kind::Symlink
+    }
+}
+
+/// The file system under a workspace. Blocking: the tools call it inside [`blocking`]. Every
+/// path is absolute on that disk. Errors keep their [`io::ErrorKind`] (`NotFound`,
+/// `PermissionDenied`) so that the tools word them for the model.
+pub trait Disk: Send + Sync + fmt::Debug {
+    /// The path itself, a link not followed.
+    fn lstat(&self, path: &Path) -> io::Result<Meta>;
+    /// What the path leads to, links followed.
+    fn stat(&self, path: &Path) -> io::Result<Meta>;
+    /// The absolute path with every link resolved; the path must exist.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// A whole file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Replace (or create) the file so that readers see either the old or the new content,
+    /// never a half-written file; an existing file keeps its permissions.
+    fn replace(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// `mkdir -p`.
+    fn create_dirs(&self, path: &Path) -> io::Result<()>;
+    /// A directory's entries (not `.` or `..`) with what [`Disk::lstat`] says of each, in no
+    /// particular order.
+    fn list(&self, dir: &Path) -> io::Result<Vec<(OsString, Meta)>>;
+    /// Whether this disk is on another host (its paths mean nothing here).
+    fn is_remote(&self) -> bool {
+        false
+    }
+}
+
+/// Workspaces on another host (where the terminal runs its commands).
+#[async_trait::async_trait]
+pub trait Remote: Send + Sync + fmt::Debug {
+    /// The host's disk and the canonical path there of the workspace at `below` (its path under
+    /// the workspace root, the same layout as here), created (mode 0700) if missing. The error
+    /// says why the host cannot be used now.
+    async fn open(&self, below: &Path) -> Result<(std::sync::Arc<dyn Disk>, PathBuf), String>;
+}
 
 /// Largest file the tools read or write whole.
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -35,7 +104,10 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
 /// and saying what to do instead.
 pub fn read_text(ws: &Workspace, path: &Path) -> Result<Vec<u8>, ToolError> {
     let name = ws.display(path);
-    let meta = fs::metadata(path).map_err(|e| io_error("read", &name, &e))?;
+    let meta = ws
+        .disk()
+        .stat(path)
+        .map_err(|e| io_error("read", &name, &e))?;
     if meta.is_dir() {
         return Err(ToolError::Failed(format!(
             "`{name}` is a directory; use list_dir to see its contents"
@@ -46,15 +118,18 @@ pub fn read_text(ws: &Workspace, path: &Path) -> Result<Vec<u8>, ToolError> {
             "`{name}` is not a regular file (a device, socket or pipe)"
         )));
     }
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len > MAX_FILE_BYTES {
         return Err(ToolError::Failed(format!(
             "`{name}` is {}, more than the {} limit for whole-file tools; use search_files to \
              find the lines you need in it",
-            human_size(meta.len()),
+            human_size(meta.len),
             human_size(MAX_FILE_BYTES)
         )));
     }
-    let bytes = fs::read(path).map_err(|e| io_error("read", &name, &e))?;
+    let bytes = ws
+        .disk()
+        .read(path)
+        .map_err(|e| io_error("read", &name, &e))?;
     if looks_binary(&bytes) {
         return Err(ToolError::Failed(format!(
             "`{name}` looks like a binary file (it contains NUL bytes); only text files can be \
@@ -62,44 +137,6 @@ pub fn read_text(ws: &Workspace, path: &Path) -> Result<Vec<u8>, ToolError> {
         )));
     }
     Ok(bytes)
-}
-
-/// Replace (or create) the file at `path` with `bytes` so that readers see either the old or the
-/// new content, never a half-written file: write a temporary file beside it, flush it to disk,
-/// rename it over the target. An existing file keeps its permissions.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::other("no parent directory"))?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::other("no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
-        if let Ok(existing) = fs::metadata(path) {
-            file.set_permissions(existing.permissions())?;
-        }
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-        return result;
-    }
-    // Make the rename itself durable; not every platform can open a directory, so best effort.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 /// An I/O failure on `name`, worded for the model.
@@ -174,27 +211,5 @@ mod tests {
         let mut late = vec![b'a'; BINARY_PROBE];
         late.push(0);
         assert!(!looks_binary(&late));
-    }
-
-    #[test]
-    fn atomic_write_keeps_permissions_and_leaves_no_temp_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.sh");
-        write_atomically(&path, b"one").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        write_atomically(&path, b"two").unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "two");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o755);
-        }
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
     }
 }
