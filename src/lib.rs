@@ -12,6 +12,7 @@ pub mod cron;
 pub mod gateway;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod policy;

@@ -18,6 +18,12 @@ pub struct PlatformLabel {
     pub platform: &'static str,
 }
 
+/// Label of per-MCP-server series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerLabel {
+    pub server: String,
+}
+
 /// Label of series split by what happened.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -45,6 +51,8 @@ pub struct Metrics {
     pub store_bytes: Gauge,
     pub adapter_up: Family<PlatformLabel, Gauge>,
     pub adapter_restarts: Family<PlatformLabel, Gauge>,
+    pub mcp_server_up: Family<ServerLabel, Gauge>,
+    pub mcp_server_tools: Family<ServerLabel, Gauge>,
     pub uptime_seconds: Gauge,
     pub resident_bytes: Gauge,
 }
@@ -77,6 +85,8 @@ impl Metrics {
             running_turns: Gauge::default(),
             store_bytes: Gauge::default(),
             adapter_up: Family::default(),
+            mcp_server_up: Family::default(),
+            mcp_server_tools: Family::default(),
             adapter_restarts: Family::default(),
             uptime_seconds: Gauge::default(),
             resident_bytes: Gauge::default(),
@@ -162,6 +172,16 @@ impl Metrics {
             "adapter_restarts",
             "Listener restarts since start, per platform",
             m.adapter_restarts.clone(),
+        );
+        r.register(
+            "mcp_server_up",
+            "1 when the MCP server is connected",
+            m.mcp_server_up.clone(),
+        );
+        r.register(
+            "mcp_server_tools",
+            "Tools the MCP server offers (after the allow and exclude lists)",
+            m.mcp_server_tools.clone(),
         );
         r.register(
             "uptime_seconds",

@@ -46,7 +46,7 @@ async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind()
         "terminal",
         serde_json::json!({
             "command": "pwd; echo hello > note.txt; echo \"secret=${TELEGRAM_BOT_TOKEN:-none}\"; \
-                        setsid sleep 4343.5 & echo started"
+                        setsid sleep 4343.5 & echo started; sleep 1; echo awake"
         }),
     ));
     // The file tools work on the same remote files: what write_file wrote, the terminal reads
@@ -77,7 +77,7 @@ async fn commands_run_in_the_persons_remote_directory_and_leave_nothing_behind()
     let dir = remote.0.join("telegram").join(ALICE.to_string());
     assert!(seen.contains(dir.to_str().unwrap()), "{seen}");
     assert!(
-        seen.contains("secret=none") && seen.contains("started"),
+        seen.contains("secret=none") && seen.contains("started") && seen.contains("awake"),
         "{seen}"
     );
     assert_eq!(

@@ -32,12 +32,12 @@ impl Run<'_> {
             .ok()
             .filter(Value::is_object);
             let tool = self
-                .agent
                 .tools
                 .get(&call.name)
-                .filter(|_| self.enabled.contains(&call.name.as_str()));
-            let refusal = match (tool, &args) {
-                (None, _) if self.agent.tools.get(&call.name).is_some() => Some(format!(
+                .filter(|_| self.enabled.contains(&call.name.as_str()))
+                .cloned();
+            let refusal = match (&tool, &args) {
+                (None, _) if self.tools.get(&call.name).is_some() => Some(format!(
                     "error: the tool `{}` is not available here",
                     call.name
                 )),
@@ -47,7 +47,8 @@ impl Run<'_> {
             };
             plan.push(Planned {
                 call,
-                parallel: refusal.is_some() || tool.is_some_and(|t| t.spec().parallel_safe),
+                parallel: refusal.is_some()
+                    || tool.as_ref().is_some_and(|t| t.spec().parallel_safe),
                 writes: match (tool, &args, &refusal) {
                     (Some(t), Some(a), None) => t.writes(a),
                     _ => Vec::new(),
@@ -90,7 +91,7 @@ impl Run<'_> {
         }
         let max = self.agent.config.agent.tool_output_max_chars;
         (
-            self.agent.tools.execute(p.call, &self.ctx, max).await,
+            self.tools.execute(p.call, &self.ctx, max).await,
             Usage::default(),
             0,
         )
@@ -98,7 +99,7 @@ impl Run<'_> {
 
     /// The policy decision for one call, asking the user when it says confirm.
     async fn permit(&mut self, call: &ToolCall, args: &Value) -> Result<(), String> {
-        let Some(tool) = self.agent.tools.get(&call.name) else {
+        let Some(tool) = self.tools.get(&call.name) else {
             return Ok(());
         };
         let spec = tool.spec();

@@ -60,6 +60,8 @@ pub struct Agent {
     pub(crate) transcriber: Option<crate::llm::Transcriber>,
     /// Where the terminal runs (none for an agent given its tools).
     pub(crate) sandbox: Option<crate::tools::terminal::SandboxResolved>,
+    /// The MCP servers whose tools sessions get (owned by the gateway: it outlives reloads).
+    pub(crate) mcp: Option<Arc<crate::mcp::McpHub>>,
 }
 
 impl Agent {
@@ -112,6 +114,7 @@ impl Agent {
             fallbacks: model_call::fallbacks(config),
             cron: crate::cron::CronControl::default(),
             sandbox: None,
+            mcp: None,
             config: Arc::new(config.clone()),
             provider,
             tools,
@@ -122,6 +125,12 @@ impl Agent {
                 ..RetryPolicy::default()
             },
         }
+    }
+
+    /// Give sessions the tools of `hub`'s MCP servers.
+    pub fn with_mcp(mut self, hub: Arc<crate::mcp::McpHub>) -> Self {
+        self.mcp = Some(hub);
+        self
     }
 
     pub fn model(&self) -> &str {

@@ -153,6 +153,7 @@ impl Agent {
         let mut run = Run {
             agent: self,
             session_id: None,
+            tools: std::borrow::Cow::Borrowed(&self.tools),
             enabled: kind.tools().to_vec(),
             ctx: ToolContext {
                 session: session.key.clone(),

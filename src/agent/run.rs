@@ -20,6 +20,8 @@ pub(crate) struct Run<'a> {
     pub agent: &'a Agent,
     /// Where tool rounds are stored; `None` for subagents.
     pub session_id: Option<i64>,
+    /// The tools it knows (the agent's, plus its session's MCP tools).
+    pub tools: std::borrow::Cow<'a, crate::tools::ToolRegistry>,
     /// Tools this run may call.
     pub enabled: Vec<&'static str>,
     pub ctx: ToolContext,
@@ -45,7 +47,7 @@ impl Run<'_> {
         &mut self,
         mut messages: Vec<ChatMessage>,
     ) -> Result<TurnReport, StoreError> {
-        let schemas = self.agent.tools.schemas_of(&self.enabled);
+        let schemas = self.tools.schemas_of(&self.enabled);
         let limits = &self.agent.config.agent;
         let deadline = Instant::now() + Duration::from_secs(limits.max_turn_secs.max(1));
         let mut usage = Usage::default();

@@ -41,8 +41,50 @@ pub async fn set_enabled_skills(
     }
 }
 
+/// The setting (in a session's scope) holding the names of the MCP tools it took.
+const MCP_TOOLS: &str = "mcp_tools";
+
 impl Agent {
     /// The frozen part of a session's system prompt: skills index and memory.
+    /// The tools a run of `session` knows: the agent's, plus the MCP tools the session took at
+    /// its first turn once the servers had settled (their names join `enabled`). Until every
+    /// server has connected or failed once, a session takes what there is without keeping it.
+    pub(crate) async fn session_tools(
+        &self,
+        session: &SessionRow,
+        enabled: &mut Vec<&'static str>,
+    ) -> Result<std::borrow::Cow<'_, crate::tools::ToolRegistry>, StoreError> {
+        let Some(hub) = self.mcp.as_ref().filter(|h| !h.is_empty()) else {
+            return Ok(std::borrow::Cow::Borrowed(&self.tools));
+        };
+        let scope = format!("sid:{}", session.id);
+        let names: Vec<String> = match self.store.setting(&scope, MCP_TOOLS).await? {
+            Some(frozen) => serde_json::from_str(&frozen).unwrap_or_default(),
+            None => {
+                let current: Vec<String> = hub.current().iter().map(|n| n.to_string()).collect();
+                if hub.settled() {
+                    let text = serde_json::to_string(&current).unwrap_or_else(|_| "[]".into());
+                    self.store.set_setting(&scope, MCP_TOOLS, &text).await?;
+                }
+                current
+            }
+        };
+        if names.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.tools));
+        }
+        let mut registry = self.tools.clone();
+        for name in names {
+            if registry.get(&name).is_some() {
+                continue;
+            }
+            if let Some(tool) = hub.tool(&name) {
+                enabled.push(tool.spec().name);
+                registry.register(tool);
+            }
+        }
+        Ok(std::borrow::Cow::Owned(registry))
+    }
+
     pub(crate) async fn frozen_context(
         &self,
         session: &SessionRow,

@@ -60,6 +60,7 @@ impl Agent {
         let mut run = Run {
             agent: self,
             session_id: None,
+            tools: parent.tools.clone(),
             enabled,
             ctx: ToolContext {
                 interaction: None,

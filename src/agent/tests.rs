@@ -203,6 +203,7 @@ impl Fixture {
         let mut run = run::Run {
             agent: &self.agent,
             session_id: Some(session.id),
+            tools: std::borrow::Cow::Borrowed(&self.agent.tools),
             enabled,
             ctx: ToolContext::for_tests(),
             control: TurnControl::default(),

@@ -70,6 +70,7 @@ impl Agent {
         if input.setting.platform == hermes_adapter::Platform::Cron && !input.role.is_operator() {
             enabled.retain(|t| *t != "cronjob");
         }
+        let tools = self.session_tools(session, &mut enabled).await?;
         let frozen = self.frozen_context(session, &enabled).await?;
         let mut messages = vec![ChatMessage::system(system_prompt_with(
             input.setting,
@@ -90,6 +91,7 @@ impl Agent {
         let mut run = Run {
             agent: self,
             session_id: Some(session.id),
+            tools,
             enabled,
             ctx: ToolContext {
                 session: session.key.clone(),

@@ -111,6 +111,9 @@ pub(super) fn render(r: &StatusReport) -> String {
     for c in &r.containers {
         out.push_str(&format!("container: {c}\n"));
     }
+    for s in &r.mcp {
+        out.push_str(&format!("mcp:       {} {}\n", s.name, s.state));
+    }
     if r.poisoned > 0 {
         out.push_str(&format!(
             "poisoned:  {} stored message(s) or reply(ies) could not be read and were set aside (the log names them)\n",

@@ -13,6 +13,7 @@ mod env;
 mod error;
 mod gateway;
 mod llm;
+mod mcp;
 mod memory;
 mod platforms;
 mod policy;
@@ -37,6 +38,7 @@ pub use cron::CronConfig;
 pub use error::ConfigError;
 pub use gateway::{BusyMode, GatewayConfig};
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
+pub use mcp::{McpConfig, McpServerConfig, valid_server_name};
 pub use memory::{MemoryConfig, SkillsConfig};
 pub use platforms::{
     DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,
@@ -69,6 +71,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub skills: SkillsConfig,
     pub cron: CronConfig,
+    pub mcp: McpConfig,
     pub sessions: SessionsConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
@@ -122,6 +125,7 @@ impl Config {
         for p in self.platforms() {
             all.extend(p.secrets());
         }
+        all.extend(self.mcp.secrets());
         all
     }
 }

@@ -48,7 +48,11 @@ impl PolicyConfig {
     /// Overrides name built-in tools; confirmations wait at least a second.
     pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
-        if let Some(tool) = self.tools.keys().find(|t| !super::is_builtin(t)) {
+        if let Some(tool) = self
+            .tools
+            .keys()
+            .find(|t| !super::is_builtin(t) && !t.starts_with("mcp_"))
+        {
             return bad("policy.tools", format!("unknown tool `{tool}`"));
         }
         if self.approval_timeout_secs == 0 {

@@ -259,6 +259,54 @@ fn slack_comes_from_the_environment_and_needs_a_receiver() {
 }
 
 #[test]
+fn mcp_servers_parse_and_their_errors_name_the_key() {
+    let c = parse(
+        "[mcp.servers.files]\ncommand = \"npx\"\nargs = [\"-y\", \"pkg\"]\n\
+         env = { API_TOKEN = \"tok-123456789\" }\n\
+         [mcp.servers.web]\nurl = \"https://mcp.example.com/mcp\"\nheaders = { X-Key = \"hdr-987654321\" }\n\
+         [policy.tools]\nmcp_files = \"deny\"\nmcp_web_search = \"auto\"\n",
+    )
+    .unwrap();
+    c.validate().unwrap();
+    assert_eq!(c.mcp.servers["files"].timeout_secs, 60);
+    // Header values and credential-named env values are secrets: scrubbed, and not printed.
+    let secrets = c.secrets();
+    assert!(secrets.contains(&"tok-123456789") && secrets.contains(&"hdr-987654321"));
+    let shown = toml::to_string(&c).unwrap();
+    assert!(
+        !shown.contains("tok-123456789") && !shown.contains("hdr-987654321"),
+        "{shown}"
+    );
+    for (text, key) in [
+        ("[mcp.servers.a]\n", "mcp.servers.a.command"),
+        (
+            "[mcp.servers.a]\ncommand = \"x\"\nurl = \"http://h/\"\n",
+            "mcp.servers.a.url",
+        ),
+        ("[mcp.servers.a]\nurl = \"ftp://h/\"\n", "mcp.servers.a.url"),
+        (
+            "[mcp.servers.a]\nurl = \"http://h/\"\nargs = [\"x\"]\n",
+            "mcp.servers.a.args",
+        ),
+        (
+            "[mcp.servers.\"a b\"]\ncommand = \"x\"\n",
+            "mcp.servers.a b",
+        ),
+        (
+            "[mcp.servers.a]\ncommand = \"x\"\ntimeout_secs = 0\n",
+            "mcp.servers.a.timeout_secs",
+        ),
+        (
+            "[mcp.servers.a]\ncommand = \"x\"\n[policy.tools]\nmcp_b_x = \"deny\"\n",
+            "policy.tools",
+        ),
+    ] {
+        let err = parse(text).unwrap().validate().unwrap_err();
+        assert_eq!(err.key, key, "{text}");
+    }
+}
+
+#[test]
 fn policy_and_tool_overrides_parse() {
     let c = parse(
         "[policy]\nlevel = \"safe\"\n[policy.platforms]\ntelegram = \"full-access\"\n\

@@ -14,6 +14,21 @@ impl Config {
         self.tools.validate(file)?;
         self.policy.validate(file)?;
         self.sessions.validate(file)?;
+        self.mcp.validate(file)?;
+        // `[policy.tools]` may name an MCP server's tools: `mcp_<server>` or `mcp_<server>_<tool>`.
+        if let Some(tool) = self.policy.tools.keys().find(|t| {
+            t.starts_with("mcp_")
+                && !self.mcp.servers.keys().any(|s| {
+                    let prefix = format!("mcp_{s}");
+                    **t == prefix || t.starts_with(&format!("{prefix}_"))
+                })
+        }) {
+            return Err(ConfigError::invalid(
+                file,
+                "policy.tools",
+                format!("`{tool}` names no tool of a configured MCP server (mcp.servers)"),
+            ));
+        }
         for platform in self.platforms() {
             platform.validate(file)?;
         }

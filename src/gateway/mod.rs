@@ -101,6 +101,8 @@ pub(crate) struct Shared {
     pub draining: CancellationToken,
     /// The grace period is over: running turns are cancelled and resumed at the next start.
     pub hard_stop: CancellationToken,
+    /// The MCP servers (they outlive reloads; the agents in force share them).
+    pub mcp: Arc<crate::mcp::McpHub>,
 }
 
 /// The running daemon.
@@ -129,6 +131,8 @@ impl Gateway {
             config.gateway.messages_per_minute,
         );
         ops::notify::status("starting");
+        let mcp = crate::mcp::McpHub::new(&config.mcp, &config.home);
+        let agent = agent.with_mcp(mcp.clone());
         let shared = Arc::new(Shared {
             adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
             in_force: RwLock::new(Arc::new(InForce {
@@ -150,6 +154,7 @@ impl Gateway {
             intake: CancellationToken::new(),
             draining: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
+            mcp,
         });
         Gateway {
             shared,
@@ -203,6 +208,8 @@ impl Gateway {
         let watchdog = tokio::spawn(ops::notify::watchdog(shared.clone()));
         tracing::info!(adapters = ?shared.adapter_platforms(), "gateway running");
         ops::notify::ready(&ops::status::report(&shared).await.one_line());
+        // The MCP servers start once everything else is up, in the background.
+        shared.mcp.start();
 
         loop {
             let reload = async {
@@ -248,6 +255,7 @@ impl Gateway {
         let flush_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
         outbound::pump::flush(&shared, flush_deadline).await;
         sandbox::stop(&shared).await;
+        shared.mcp.stop().await;
         if let Some(admin) = admin {
             admin.stop().await;
         }

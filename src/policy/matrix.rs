@@ -108,7 +108,7 @@ impl PolicyMatrix {
         dangerous: bool,
         granted: bool,
     ) -> Decision {
-        let base = self.tools.get(tool).copied().unwrap_or_else(|| {
+        let base = self.tool_override(tool).unwrap_or_else(|| {
             self.cells
                 .get(&(level, category))
                 .copied()
@@ -120,6 +120,27 @@ impl PolicyMatrix {
             Decision::Confirm if granted && !dangerous => Decision::Auto,
             other => other,
         }
+    }
+
+    /// The override for `tool`: its own, or for an MCP tool (`mcp_<server>_<tool>`) the one of
+    /// its server (`mcp_<server>`), the longest name that matches.
+    fn tool_override(&self, tool: &str) -> Option<Decision> {
+        if let Some(d) = self.tools.get(tool) {
+            return Some(*d);
+        }
+        if !tool.starts_with("mcp_") {
+            return None;
+        }
+        self.tools
+            .iter()
+            .filter(|(k, _)| {
+                k.starts_with("mcp_")
+                    && tool.len() > k.len()
+                    && tool.starts_with(k.as_str())
+                    && tool.as_bytes()[k.len()] == b'_'
+            })
+            .max_by_key(|(k, _)| k.len())
+            .map(|(_, d)| *d)
     }
 }
 
@@ -146,6 +167,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_mcp_server_override_covers_its_tools_and_a_tool_override_wins() {
+        let tools = HashMap::from([
+            ("mcp_gh".to_owned(), Deny),
+            ("mcp_gh_read".to_owned(), Auto),
+        ]);
+        let m = PolicyMatrix::with_overrides(&HashMap::new(), &tools);
+        let d = |tool: &str| m.decide(Level::Auto, tool, Read, false, false);
+        assert_eq!(d("mcp_gh_delete"), Deny);
+        assert_eq!(d("mcp_gh_read"), Auto);
+        // `mcp_gh` is not the server of `mcp_ghost_x`.
+        assert_eq!(d("mcp_ghost_x"), Auto);
     }
 
     #[test]

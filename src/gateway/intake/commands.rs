@@ -414,6 +414,9 @@ async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
             h.restarts
         ));
     }
+    for s in shared.mcp.status() {
+        out.push_str(&format!("MCP {}: {}\n", s.name, s.state.describe()));
+    }
     out.push_str(&format!(
         "Gateway: up {}, {} turns running, {} active sessions · hermes {}",
         short(shared.started.elapsed()),

@@ -96,11 +96,17 @@ async fn swap(
     let agent = match agent {
         Some((agent, changed)) => {
             tracing::info!(sections = ?changed, model = %new.llm.model, "the agent was rebuilt; new turns use it");
-            Arc::new(agent)
+            Arc::new(agent.with_mcp(shared.mcp.clone()))
         }
         None => old.agent.clone(),
     };
     let old = &old.config;
+    if old.mcp != new.mcp {
+        tracing::info!(
+            "MCP servers changed: added ones start, removed ones stop, changed ones restart"
+        );
+        shared.mcp.reload(&new.mcp);
+    }
     let later = restart_only_changes(old, &new);
     if !later.is_empty() {
         tracing::warn!(sections = ?later, "these settings changed and take effect at the next restart");

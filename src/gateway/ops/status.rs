@@ -51,6 +51,18 @@ pub struct StatusReport {
     /// The sandbox's containers: `name session state`.
     #[serde(default)]
     pub containers: Vec<String>,
+    /// The MCP servers: `name: state`.
+    #[serde(default)]
+    pub mcp: Vec<McpServerLine>,
+}
+
+/// One MCP server in the report.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct McpServerLine {
+    pub name: String,
+    pub state: String,
+    pub up: bool,
+    pub tools: usize,
 }
 
 impl StatusReport {
@@ -140,6 +152,17 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
         reload_error: shared.reload_error(),
         sandbox,
         containers,
+        mcp: shared
+            .mcp
+            .status()
+            .into_iter()
+            .map(|s| McpServerLine {
+                up: matches!(s.state, crate::mcp::State::Ready(_)),
+                state: s.state.describe(),
+                name: s.name,
+                tools: s.tools,
+            })
+            .collect(),
     };
     refresh_gauges(metrics(), &report);
     report
@@ -157,6 +180,15 @@ fn refresh_gauges(m: &Metrics, r: &StatusReport) {
     set(&m.store_bytes, r.store_bytes);
     set(&m.resident_bytes, r.resident_bytes);
     set(&m.uptime_seconds, r.uptime_secs);
+    for s in &r.mcp {
+        let label = crate::metrics::ServerLabel {
+            server: s.name.clone(),
+        };
+        m.mcp_server_up.get_or_create(&label).set(i64::from(s.up));
+        m.mcp_server_tools
+            .get_or_create(&label)
+            .set(s.tools.min(i64::MAX as usize) as i64);
+    }
     for a in &r.adapters {
         let Ok(platform) = a.platform.parse::<hermes_adapter::Platform>() else {
             continue;

@@ -36,7 +36,7 @@ mod write_file;
 
 use std::sync::Arc;
 
-pub use disk::{Disk, Kind, Meta, Remote};
+pub use disk::{Disk, Kind, Meta, Remote, human_size};
 pub use list_dir::ListDir;
 pub use patch_file::PatchFile;
 pub use read_file::ReadFile;

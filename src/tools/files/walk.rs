@@ -332,7 +332,14 @@ mod tests {
         fs::write(root.join("repo/.git/info/exclude"), "*.secret\n").unwrap();
         assert_eq!(
             shown(&ws, false),
-            ["keep.txt", "repo", "repo/w.txt", "sub", "sub/keep.log", "sub/y.bak"]
+            [
+                "keep.txt",
+                "repo",
+                "repo/w.txt",
+                "sub",
+                "sub/keep.log",
+                "sub/y.bak"
+            ]
         );
         // Hidden entries on request; `.git` itself never.
         let all = shown(&ws, true);

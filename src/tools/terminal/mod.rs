@@ -22,6 +22,7 @@ mod ssh;
 
 pub use cgroup::describe as describe_cgroup;
 pub use fence::{FenceSettings, active as fence_active, describe as describe_fence};
+pub use leftovers::{VARIABLE as CALL_MARKER, kill_marked};
 pub use sandbox::{
     Resolved as SandboxResolved, describe as describe_sandbox, resolve as resolve_sandbox,
 };

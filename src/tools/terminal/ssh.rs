@@ -21,6 +21,10 @@ pub const CONNECTION_FAILED: i32 = 255;
 
 /// The remote wrapper for `command` in `workspace` (remote path) and `workdir` (relative to
 /// it), with `env` for the command and `marker` as its `HERMES_CALL`.
+///
+/// The watchdog reads the channel through a copy of standard input made first (fd 3): a
+/// non-interactive `sh` gives a background job `/dev/null` as its standard input, and a
+/// watchdog reading that would end every command at once.
 pub fn wrapper(
     workspace: &str,
     workdir: &str,
@@ -39,15 +43,17 @@ pub fn wrapper(
     let watchdog =
         format!("cat >/dev/null 2>&1; kill -KILL -- -\"$1\" 2>/dev/null; m=\"$2\"; {sweep}");
     format!(
-        "d={ws}; mkdir -p -- \"$d\" && cd -- \"$d\" || {{ echo \"hermes: cannot enter the workspace $d on the remote host\" >&2; exit {WRAPPER_FAILED}; }}\n\
+        "exec 3<&0\n\
+         d={ws}; mkdir -p -- \"$d\" && cd -- \"$d\" || {{ echo \"hermes: cannot enter the workspace $d on the remote host\" >&2; exit {WRAPPER_FAILED}; }}\n\
          cd -- {wd} 2>/dev/null || {{ echo \"hermes: workdir {wd_text} does not exist in the workspace\" >&2; exit {WRAPPER_FAILED}; }}\n\
          ulimit -t {cpu} 2>/dev/null; ulimit -f {blocks} 2>/dev/null; ulimit -v {kb} 2>/dev/null\n\
          ulimit -u {procs} 2>/dev/null || ulimit -p {procs} 2>/dev/null\n\
          m={marker_q}\n\
-         env -i HERMES_CALL=\"$m\" PATH=\"$PATH\" HOME=\"$d\" PWD=\"$PWD\"{assignments} setsid sh -c {cmd} </dev/null &\n\
+         env -i HERMES_CALL=\"$m\" PATH=\"$PATH\" HOME=\"$d\" PWD=\"$PWD\"{assignments} setsid sh -c {cmd} </dev/null 3<&- &\n\
          p=$!\n\
-         setsid sh -c {dog} watchdog \"$p\" \"$m\" >/dev/null 2>&1 &\n\
+         setsid sh -c {dog} watchdog \"$p\" \"$m\" <&3 >/dev/null 2>&1 3<&- &\n\
          w=$!\n\
+         exec 3<&-\n\
          wait \"$p\"; s=$?\n\
          kill -KILL -- -\"$w\" \"$w\" 2>/dev/null; kill -KILL -- -\"$p\" 2>/dev/null\n\
          {sweep}\n\
@@ -216,7 +222,8 @@ mod tests {
         let script = wrapper(
             ws.to_str().unwrap(),
             ".",
-            "pwd; echo \"lang=$LANG secret=${SECRET:-none}\"; setsid sleep 4242.5 & echo $! > pid",
+            "pwd; echo \"lang=$LANG secret=${SECRET:-none}\"; setsid sleep 4242.5 & echo $! > pid; \
+             sleep 0.5; echo slept",
             &[("LANG".into(), "C.UTF-8".into())],
             &SandboxConfig::default(),
             "test-marker",
@@ -241,6 +248,8 @@ mod tests {
         );
         assert!(text.contains(ws.to_str().unwrap()), "{text}");
         assert!(text.contains("lang=C.UTF-8 secret=none"), "{text}");
+        // A command that takes its time is not ended while the channel is open.
+        assert!(text.contains("slept"), "{text}");
         let pid: i32 = std::fs::read_to_string(ws.join("pid"))
             .unwrap()
             .trim()

@@ -1,0 +1,248 @@
+//! The agent using MCP servers nobody here wrote, through the real binary and the fake
+//! Telegram: a FastMCP server of the Python SDK (`mcp` from PyPI, `tests/mcp/server.py`) over
+//! stdio and over Streamable HTTP, and the reference server `@modelcontextprotocol/server-
+//! everything` (npm) over stdio. A read-only tool runs at `auto` without asking, a destructive
+//! one asks; the server's errors and a hung call reach the model as errors and the lane goes on;
+//! a server killed mid-session is restarted and the next call works; its processes end with
+//! the daemon, even a SIGKILLed one.
+//!
+//! Needs `.ci/mcp-tools` (the venv and the npm package); without them these tests fail saying
+//! so.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use support::daemon::{ALICE, World};
+use support::llm::Reply;
+use support::{Buttons, WAIT, wait_for};
+
+/// Where `.ci/mcp-tools` installs the implementations.
+fn prefix() -> PathBuf {
+    PathBuf::from(std::env::var("HERMES_MCP_PREFIX").unwrap_or_else(|_| "/opt".into()))
+}
+
+fn python() -> PathBuf {
+    let py = prefix().join("hermes-mcp-venv/bin/python");
+    assert!(
+        py.is_file(),
+        "the MCP Python SDK is missing: run .ci/mcp-tools (it installs {})",
+        py.display()
+    );
+    py
+}
+
+fn everything() -> PathBuf {
+    let js = prefix()
+        .join("hermes-mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.is_file(),
+        "@modelcontextprotocol/server-everything is missing: run .ci/mcp-tools"
+    );
+    js
+}
+
+fn server_script() -> String {
+    format!("{}/tests/mcp/server.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A stdio section for the FastMCP server, named `py`.
+fn stdio_config(extra: &str) -> String {
+    format!(
+        "[mcp.servers.py]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ GREETING = \"hello\" }}\n\
+         timeout_secs = 3\n{extra}",
+        python().display(),
+        server_script()
+    )
+}
+
+/// The `n`th message the bot sent (from 1), waiting for it.
+async fn sent(w: &World, n: usize) -> String {
+    w.tg.wait_sent(n, WAIT).await[n - 1].visible_text.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fastmcp_over_stdio_read_runs_destructive_asks_errors_and_hangs_are_told() {
+    let mut w = World::new(&stdio_config("")).await;
+    w.llm.echo_tool_results();
+    let _daemon = w.start_logging("MCP server connected").await;
+
+    w.llm
+        .push(Reply::tool_call("mcp_py_add", json!({"a": 2, "b": 3})));
+    w.tg.private_text(ALICE, "Alice", "add them");
+    let first = sent(&w, 1).await;
+    assert!(
+        first.contains("sum=5"),
+        "a read-only tool runs at once: {first}"
+    );
+    let offered = w.llm.requests()[0].tool_names();
+    for name in ["mcp_py_add", "mcp_py_wipe", "mcp_py_whoami"] {
+        assert!(offered.iter().any(|n| n == name), "{name} in {offered:?}");
+    }
+
+    w.llm
+        .push(Reply::tool_call("mcp_py_wipe", json!({"target": "/srv"})));
+    w.tg.private_text(ALICE, "Alice", "wipe it");
+    let ask = w.tg.wait_sent(2, WAIT).await.remove(1);
+    assert!(
+        ask.visible_text.contains("Permission needed: mcp_py_wipe"),
+        "a destructive tool asks: {}",
+        ask.visible_text
+    );
+    w.tg.callback_query(ALICE, ALICE, ask.message_id, &ask.button("Allow once"));
+    let wiped = sent(&w, 3).await;
+    assert!(wiped.contains("wiped /srv"), "{wiped}");
+
+    // The server's environment is its own: no daemon credential, its `env` given.
+    w.llm.push(Reply::tool_call("mcp_py_whoami", json!({})));
+    w.tg.private_text(ALICE, "Alice", "who are you");
+    let who = sent(&w, 4).await;
+    assert!(who.contains("token=none greeting=hello"), "{who}");
+
+    // An error of the server, and a call that never answers: both reach the model as errors.
+    w.llm.push(Reply::tool_calls(vec![
+        ("mcp_py_fail", json!({})),
+        ("mcp_py_hang", json!({})),
+    ]));
+    w.llm.set_default(|req| {
+        let results: Vec<String> = req.tool_results().into_iter().map(|(_, t)| t).collect();
+        Reply::text(format!("tools said: {}", results.join(" | ")))
+    });
+    w.tg.private_text(ALICE, "Alice", "try the broken ones");
+    let told = sent(&w, 5).await;
+    assert!(told.contains("the city is unknown"), "{told}");
+    assert!(
+        told.contains("did not answer within 3 s"),
+        "the hung call timed out: {told}"
+    );
+    // The lane answers the next message.
+    w.llm.push(Reply::text("still here"));
+    w.tg.private_text(ALICE, "Alice", "hello?");
+    assert!(sent(&w, 6).await.contains("still here"));
+    // `/status` and `hermes status` show the server.
+    w.tg.private_text(ALICE, "Alice", "/status");
+    let status = sent(&w, 7).await;
+    assert!(status.contains("MCP py: connected, 5 tools"), "{status}");
+    let (_, out, err) = w.run(&["status"]);
+    assert!(out.contains("mcp:       py connected, 5 tools"), "{out}{err}");
+}
+
+/// The pid the FastMCP server reports.
+fn pid_in(text: &str) -> i32 {
+    text.split("pid=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text}"))
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_is_restarted_and_no_server_outlives_the_daemon() {
+    let mut w = World::new(&stdio_config("")).await;
+    w.llm.echo_tool_results();
+    let mut daemon = w.start_logging("MCP server connected").await;
+    w.llm.push(Reply::tool_call("mcp_py_whoami", json!({})));
+    w.tg.private_text(ALICE, "Alice", "who are you");
+    let first = pid_in(&sent(&w, 1).await);
+    // SAFETY: kill(2) of the server the daemon started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    wait_for(
+        WAIT,
+        "the killed server gone",
+        || (!alive(first)).then_some(()),
+        || format!("pid {first} still alive"),
+    )
+    .await;
+    w.llm.push(Reply::tool_call("mcp_py_whoami", json!({})));
+    w.tg.private_text(ALICE, "Alice", "and now?");
+    let again = sent(&w, 2).await;
+    let second = pid_in(&again);
+    assert_ne!(first, second, "a new server answers: {again}");
+
+    // SIGKILL the daemon: its server goes with it.
+    daemon.kill();
+    wait_for(
+        Duration::from_secs(10),
+        "the server gone with the daemon",
+        || (!alive(second)).then_some(()),
+        || format!("pid {second} outlived the daemon"),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fastmcp_over_streamable_http_with_a_bearer_token() {
+    let port = support::http::free_port();
+    let mut server = std::process::Command::new(python())
+        .args([&server_script(), "http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the FastMCP HTTP server");
+    wait_for(
+        WAIT,
+        "the FastMCP HTTP server",
+        || {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .map(|_| ())
+        },
+        || format!("nothing on port {port}"),
+    )
+    .await;
+    let mut w = World::new(&format!(
+        "[mcp.servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+         bearer_token_env = \"MCP_TEST_TOKEN\"\nheaders = {{ X-Team = \"blue\" }}\n"
+    ))
+    .await;
+    w.set_env("MCP_TEST_TOKEN", "mcp-token-0123456789");
+    w.llm.echo_tool_results();
+    let _daemon = w.start_logging("MCP server connected").await;
+    w.llm
+        .push(Reply::tool_call("mcp_web_add", json!({"a": 3, "b": 4})));
+    w.tg.private_text(ALICE, "Alice", "add over http");
+    let answer = sent(&w, 1).await;
+    assert!(answer.contains("sum=7"), "{answer}");
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_everything_server_over_stdio() {
+    let mut w = World::new(&format!(
+        "[mcp.servers.everything]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n\
+         exclude_tools = [\"trigger-long-running-operation\"]\n",
+        everything().display()
+    ))
+    .await;
+    w.llm.echo_tool_results();
+    let _daemon = w.start_logging("MCP server connected").await;
+    w.llm.push(Reply::tool_call(
+        "mcp_everything_echo",
+        json!({"message": "hi from hermes"}),
+    ));
+    w.tg.private_text(ALICE, "Alice", "echo");
+    let echoed = sent(&w, 1).await;
+    assert!(echoed.contains("Echo: hi from hermes"), "{echoed}");
+    let offered = w.llm.requests()[0].tool_names();
+    assert!(
+        offered.iter().any(|n| n == "mcp_everything_get-sum"),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.iter().any(|n| n.contains("long-running")),
+        "exclude_tools: {offered:?}"
+    );
+    // An image the model cannot see is named, not dropped.
+    w.llm
+        .push(Reply::tool_call("mcp_everything_get-tiny-image", json!({})));
+    w.tg.private_text(ALICE, "Alice", "a picture");
+    let image = sent(&w, 2).await;
+    assert!(image.contains("an image (image/png"), "{image}");
+}
