@@ -126,7 +126,26 @@ async fn fastmcp_over_stdio_read_runs_destructive_asks_errors_and_hangs_are_told
     let status = sent(&w, 7).await;
     assert!(status.contains("MCP py: connected, 5 tools"), "{status}");
     let (_, out, err) = w.run(&["status"]);
-    assert!(out.contains("mcp:       py connected, 5 tools"), "{out}{err}");
+    assert!(
+        out.contains("mcp:       py connected, 5 tools"),
+        "{out}{err}"
+    );
+    let (_, out, err) = w.run(&["mcp", "list"]);
+    assert!(out.contains("py  connected, 5 tools"), "{out}{err}");
+    // `hermes mcp test` connects on its own and shows what the model gets.
+    let (code, out, err) = w.run(&["mcp", "test", "py"]);
+    assert!(code.success(), "{out}{err}");
+    assert!(
+        out.contains("py: connected, 5 tools")
+            && out.contains("mcp_py_add  [read]")
+            && out.contains("mcp_py_wipe  [system]"),
+        "{out}{err}"
+    );
+    let (code, _, err) = w.run(&["mcp", "test", "nope"]);
+    assert!(
+        !code.success() && err.contains("no MCP server `nope`"),
+        "{err}"
+    );
 }
 
 /// The pid the FastMCP server reports.
@@ -245,4 +264,50 @@ async fn the_reference_everything_server_over_stdio() {
     w.tg.private_text(ALICE, "Alice", "a picture");
     let image = sent(&w, 2).await;
     assert!(image.contains("an image (image/png"), "{image}");
+}
+
+/// `VmRSS` of `pid` in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Measurements for the closing note, not a check: spawn to first poll with no MCP server and
+/// with three, and what the daemon's own memory grows by per connected server. Run with
+/// `cargo nextest run --test mcp_client -E 'test(/mcp_cost/)' --run-ignored only --no-capture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn mcp_cost() {
+    let three = format!(
+        "{}{}{}",
+        stdio_config("").replace("servers.py]", "servers.a]"),
+        stdio_config("").replace("servers.py]", "servers.b]"),
+        stdio_config("").replace("servers.py]", "servers.c]"),
+    );
+    for (label, config, servers) in [("none", String::new(), 0), ("three", three, 3)] {
+        let mut polls = Vec::new();
+        let mut rss = Vec::new();
+        for _ in 0..5 {
+            let mut w = World::new(&config).await;
+            let t0 = std::time::Instant::now();
+            let daemon = w.start().await;
+            let first = w.tg.calls_of("getupdates")[0].at;
+            polls.push(first.saturating_duration_since(t0).as_secs_f64() * 1e3);
+            if servers > 0 {
+                daemon.wait_log("MCP server connected", servers, WAIT).await;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            rss.push(rss_kib(daemon.pid()));
+        }
+        polls.sort_by(f64::total_cmp);
+        rss.sort_unstable();
+        println!(
+            "mcp_cost {label}: first poll median {:.1} ms (of {:?}), daemon RSS median {} KiB",
+            polls[2], polls, rss[2]
+        );
+    }
 }

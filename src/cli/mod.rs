@@ -5,6 +5,7 @@ mod cron;
 mod doctor;
 mod gateway;
 mod guard;
+mod mcp;
 mod service;
 mod sessions;
 mod skills;
@@ -82,6 +83,11 @@ pub enum Command {
         #[command(subcommand)]
         action: CronAction,
     },
+    /// MCP servers: list them (with the running daemon's view), or test one now.
+    Mcp {
+        #[command(subcommand)]
+        action: mcp::McpAction,
+    },
     /// List, show, validate, install and remove skills (bundled and in $HERMES_HOME/skills).
     Skills {
         #[command(subcommand)]
@@ -123,6 +129,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Cron { action } => match load(cli.config.as_deref()) {
             Ok(config) => cron::cron(config, action).await,
+            Err(code) => code,
+        },
+        Command::Mcp { action } => match load(cli.config.as_deref()) {
+            Ok(config) => exit_code(mcp::mcp(config, action).await),
             Err(code) => code,
         },
         Command::Skills { action } => match load(cli.config.as_deref()) {

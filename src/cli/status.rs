@@ -16,43 +16,52 @@ fn admin_addr(config: &Config) -> String {
         .unwrap_or_else(|| config.admin.listen.clone())
 }
 
-pub(super) async fn status(config: &Config, json: bool) -> ExitCode {
+/// Why the running daemon's report could not be had, and the exit code to end with.
+pub(super) struct Unreachable {
+    pub message: String,
+    pub code: u8,
+}
+
+/// The running daemon's report, from its admin endpoint.
+pub(super) async fn fetch(config: &Config) -> Result<StatusReport, Unreachable> {
     let addr = admin_addr(config);
-    let client = match reqwest::Client::builder()
+    let fail = |message: String, code: u8| Unreachable { message, code };
+    let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(5))
         .no_proxy()
         .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("hermes: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+        .map_err(|e| fail(e.to_string(), 1))?;
     let url = format!("http://{addr}/status");
     let mut request = client.get(&url);
     if !config.admin.token.is_empty() {
         request = request.bearer_auth(config.admin.token.expose());
     }
-    let report: StatusReport = match request.send().await {
-        Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
-            eprintln!(
-                "hermes: {url} wants the admin token: set HERMES_ADMIN_TOKEN (or admin.token) as the daemon has it"
-            );
-            return ExitCode::FAILURE;
-        }
-        Ok(r) => match r.json().await {
-            Ok(report) => report,
-            Err(e) => {
-                eprintln!("hermes: {url} answered something unexpected: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
-        Err(_) => {
-            eprintln!(
-                "hermes: the daemon is not running, or its admin endpoint is off (nothing answers at {addr}; see [admin] in the configuration)"
-            );
-            return ExitCode::from(3);
+    match request.send().await {
+        Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => Err(fail(
+            format!(
+                "{url} wants the admin token: set HERMES_ADMIN_TOKEN (or admin.token) as the daemon has it"
+            ),
+            1,
+        )),
+        Ok(r) => r
+            .json()
+            .await
+            .map_err(|e| fail(format!("{url} answered something unexpected: {e}"), 1)),
+        Err(_) => Err(fail(
+            format!(
+                "the daemon is not running, or its admin endpoint is off (nothing answers at {addr}; see [admin] in the configuration)"
+            ),
+            3,
+        )),
+    }
+}
+
+pub(super) async fn status(config: &Config, json: bool) -> ExitCode {
+    let report = match fetch(config).await {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("hermes: {}", e.message);
+            return ExitCode::from(e.code);
         }
     };
     if json {

@@ -44,6 +44,41 @@ struct Catalogue {
     known: HashMap<&'static str, Arc<dyn Tool>>,
 }
 
+/// One tool as `hermes mcp test` shows it.
+#[derive(Debug, Clone)]
+pub struct ProbedTool {
+    /// The name the model sees.
+    pub name: String,
+    pub category: crate::policy::Category,
+    pub description: String,
+}
+
+/// Connect to the server `name` of `config` now, list its tools (as the model would see them)
+/// and disconnect.
+pub async fn probe(config: &McpConfig, name: &str, home: &Path) -> Result<Vec<ProbedTool>, String> {
+    let section = config
+        .servers
+        .get(name)
+        .ok_or_else(|| format!("no MCP server `{name}` in the configuration (mcp.servers)"))?;
+    let s = server::Server::new(name, section.clone(), home.to_owned(), "mcp-probe".into());
+    let mut listed = s.probe().await?;
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut taken = HashSet::new();
+    Ok(listed
+        .iter()
+        .map(|t| {
+            let model_name = names::assign(name, &t.name, &mut taken);
+            let tool = tool::McpTool::new(&model_name, t, s.clone());
+            let spec = tool.spec();
+            ProbedTool {
+                name: model_name,
+                category: spec.category,
+                description: spec.description.to_owned(),
+            }
+        })
+        .collect())
+}
+
 /// One server in `hermes status` and `/status`.
 #[derive(Debug, Clone)]
 pub struct ServerStatus {

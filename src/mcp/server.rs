@@ -181,6 +181,25 @@ impl Server {
         self.listed.notify_waiters();
     }
 
+    /// Connect once, list the tools and disconnect (`hermes mcp test`).
+    pub async fn probe(&self) -> Result<Vec<Listed>, String> {
+        let connect = tokio::time::timeout(
+            Duration::from_secs(self.config.connect_timeout_secs),
+            self.connect(Arc::new(Notify::new())),
+        );
+        let (service, pid) = connect.await.unwrap_or_else(|_| {
+            Err(format!(
+                "no answer within {} s (mcp.servers.{}.connect_timeout_secs)",
+                self.config.connect_timeout_secs, self.name
+            ))
+        })?;
+        let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+        if let Some(pid) = pid {
+            kill_group(pid);
+        }
+        Ok(self.tools())
+    }
+
     /// Start the process or open the connection, and list the tools. The process id of a
     /// stdio server comes along (its group is killed when it ends).
     async fn connect(
