@@ -124,19 +124,19 @@ async fn fastmcp_over_stdio_read_runs_destructive_asks_errors_and_hangs_are_told
     // `/status` and `hermes status` show the server.
     w.tg.private_text(ALICE, "Alice", "/status");
     let status = sent(&w, 7).await;
-    assert!(status.contains("MCP py: connected, 5 tools"), "{status}");
+    assert!(status.contains("MCP py: connected, 6 tools"), "{status}");
     let (_, out, err) = w.run(&["status"]);
     assert!(
-        out.contains("mcp:       py connected, 5 tools"),
+        out.contains("mcp:       py connected, 6 tools"),
         "{out}{err}"
     );
     let (_, out, err) = w.run(&["mcp", "list"]);
-    assert!(out.contains("py  connected, 5 tools"), "{out}{err}");
+    assert!(out.contains("py  connected, 6 tools"), "{out}{err}");
     // `hermes mcp test` connects on its own and shows what the model gets.
     let (code, out, err) = w.run(&["mcp", "test", "py"]);
     assert!(code.success(), "{out}{err}");
     assert!(
-        out.contains("py: connected, 5 tools")
+        out.contains("py: connected, 6 tools")
             && out.contains("mcp_py_add  [read]")
             && out.contains("mcp_py_wipe  [system]"),
         "{out}{err}"
@@ -264,6 +264,72 @@ async fn the_reference_everything_server_over_stdio() {
     w.tg.private_text(ALICE, "Alice", "a picture");
     let image = sent(&w, 2).await;
     assert!(image.contains("an image (image/png"), "{image}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_tool_list_reaches_new_sessions_and_a_running_one_keeps_its_own() {
+    let mut w = World::new(&stdio_config("")).await;
+    w.llm.echo_tool_results();
+    let _daemon = w.start_logging("MCP server connected").await;
+    w.llm.push(Reply::tool_call("mcp_py_grow", json!({})));
+    w.tg.private_text(ALICE, "Alice", "grow");
+    assert!(sent(&w, 1).await.contains("grown"));
+    // The server's notifications/tools/list_changed makes the daemon list again.
+    wait_for(
+        WAIT,
+        "the grown tool list",
+        || {
+            let (_, out, _) = w.run(&["status"]);
+            out.contains("py connected, 7 tools").then_some(())
+        },
+        || w.run(&["status"]).1,
+    )
+    .await;
+    // The running session keeps the list it started with (a stable prompt prefix)…
+    w.llm.push(Reply::text("same tools"));
+    w.tg.private_text(ALICE, "Alice", "anything new?");
+    assert!(sent(&w, 2).await.contains("same tools"));
+    let names = w.llm.requests()[2].tool_names();
+    assert!(!names.iter().any(|n| n == "mcp_py_extra"), "{names:?}");
+    // …and a new one gets the new tool.
+    w.tg.private_text(ALICE, "Alice", "/new");
+    w.tg.wait_sent(3, WAIT).await;
+    w.llm.push(Reply::tool_call("mcp_py_extra", json!({})));
+    w.tg.private_text(ALICE, "Alice", "use the new one");
+    let extra = sent(&w, 4).await;
+    assert!(extra.contains("extra here"), "{extra}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_adds_and_removes_a_server() {
+    let mut w = World::new("").await;
+    w.llm.echo_tool_results();
+    let daemon = w.start().await;
+    w.llm.push(Reply::text("no tools yet"));
+    w.tg.private_text(ALICE, "Alice", "hi");
+    assert!(sent(&w, 1).await.contains("no tools yet"));
+    let config = w.home.path().join("config.toml");
+    std::fs::write(&config, stdio_config("")).unwrap();
+    let before = daemon.log().matches("MCP server connected").count();
+    daemon.signal(libc::SIGHUP);
+    daemon
+        .wait_log("MCP server connected", before + 1, WAIT)
+        .await;
+    // The session had no MCP tools to keep: its next turn takes the new server's.
+    w.llm.push(Reply::tool_call("mcp_py_whoami", json!({})));
+    w.tg.private_text(ALICE, "Alice", "who serves you now?");
+    let who = sent(&w, 2).await;
+    let pid = pid_in(&who);
+    // Removed from the configuration: the server stops.
+    std::fs::write(&config, "").unwrap();
+    daemon.signal(libc::SIGHUP);
+    wait_for(
+        WAIT,
+        "the removed server gone",
+        || (!alive(pid)).then_some(()),
+        || format!("pid {pid} still alive"),
+    )
+    .await;
 }
 
 /// `VmRSS` of `pid` in KiB.

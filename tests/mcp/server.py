@@ -7,7 +7,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
 port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
@@ -44,6 +44,19 @@ async def hang() -> str:
 def fail() -> str:
     """Always fails."""
     raise ValueError("the city is unknown")
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def grow(ctx: Context) -> str:
+    """Offer one more tool (`extra`) and tell the client the list changed."""
+
+    def extra() -> str:
+        """A tool that appeared later."""
+        return "extra here"
+
+    mcp.add_tool(extra, name="extra", annotations=ToolAnnotations(readOnlyHint=True))
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 if __name__ == "__main__":
