@@ -11,15 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::daemon::{ALICE, BOB, World};
-
-fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
+use support::sandboxed::rss_kib;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "measurement; run explicitly with --ignored"]

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::json;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
+use support::sandboxed::{alive, rss_kib};
 use support::{Buttons, WAIT, wait_for};
 
 /// Where `.ci/mcp-tools` installs the implementations.
@@ -155,10 +156,6 @@ fn pid_in(text: &str) -> i32 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no pid in {text}"))
-}
-
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,14 +329,41 @@ async fn sighup_adds_and_removes_a_server() {
     .await;
 }
 
-/// `VmRSS` of `pid` in KiB.
-fn rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_start_is_reported_and_the_others_serve() {
+    let config = format!(
+        "{}[mcp.servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+        stdio_config("")
+    );
+    let mut w = World::new(&config).await;
+    w.llm.echo_tool_results();
+    let daemon = w.start_logging("MCP server connected").await;
+    daemon
+        .wait_log("MCP server not connected; retrying", 1, WAIT)
+        .await;
+    w.llm
+        .push(Reply::tool_call("mcp_py_add", json!({"a": 20, "b": 22})));
+    w.tg.private_text(ALICE, "Alice", "add");
+    assert!(sent(&w, 1).await.contains("sum=42"));
+    let (_, out, err) = w.run(&["status"]);
+    assert!(
+        out.contains("mcp:       broken failed (cannot start `/nonexistent/mcp-server`")
+            && out.contains("mcp:       py connected, 6 tools"),
+        "{out}{err}"
+    );
+    let metrics = reqwest::get(format!("{}/metrics", w.admin_url().await))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "hermes_mcp_server_up{server=\"py\"} 1",
+        "hermes_mcp_server_up{server=\"broken\"} 0",
+        "hermes_mcp_server_tools{server=\"py\"} 6",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
 }
 
 /// Measurements for the closing note, not a check: spawn to first poll with no MCP server and

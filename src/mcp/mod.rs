@@ -161,21 +161,33 @@ impl McpHub {
         if self.started.swap(true, std::sync::atomic::Ordering::SeqCst) {
             return;
         }
-        let left = crate::tools::terminal::kill_marked(&self.marker);
-        if left > 0 {
-            tracing::warn!(
-                processes = left,
-                "killed what MCP servers of an earlier run left running"
-            );
-        }
-        let servers: Vec<_> = self.lock_servers().values().cloned().collect();
-        for s in servers {
-            self.launch(s);
-        }
+        let hub = self.clone();
+        tokio::spawn(async move {
+            // The sweep reads /proc: off the runtime, and before any server of ours carries the
+            // marker.
+            let marker = hub.marker.clone();
+            let swept =
+                tokio::task::spawn_blocking(move || crate::tools::terminal::kill_marked(&marker));
+            let left = swept.await.unwrap_or(0);
+            if left > 0 {
+                tracing::warn!(
+                    processes = left,
+                    "killed what MCP servers of an earlier run left running"
+                );
+            }
+            let servers: Vec<_> = hub.lock_servers().values().cloned().collect();
+            for s in servers {
+                hub.launch(s);
+            }
+        });
     }
 
     /// Keep `s` connected, and follow its tool list into the catalogue.
     fn launch(self: &Arc<Self>, s: Arc<server::Server>) {
+        // The start and a reload racing it may both offer a new server.
+        if !s.claim_launch() {
+            return;
+        }
         let hub = Arc::downgrade(self);
         let listed = s.listed.clone();
         let watched = s.clone();
@@ -221,7 +233,9 @@ impl McpHub {
             }
         };
         let _ = tokio::time::timeout(std::time::Duration::from_secs(8), all_stopped).await;
-        crate::tools::terminal::kill_marked(&self.marker);
+        let marker = self.marker.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || crate::tools::terminal::kill_marked(&marker)).await;
     }
 
     /// Recompute the catalogue from every server's last listing.

@@ -55,6 +55,8 @@ pub struct Server {
     state: Mutex<State>,
     /// It has connected or failed at least once since it was started.
     settled: std::sync::atomic::AtomicBool,
+    /// Its supervisor was started (once).
+    launched: std::sync::atomic::AtomicBool,
     tools: Mutex<Vec<Listed>>,
     /// Rung when the tool list changed (a new listing, or the server's notification).
     pub listed: Arc<Notify>,
@@ -96,6 +98,7 @@ impl Server {
             peer: watch::channel(None).0,
             state: Mutex::new(State::Starting),
             settled: false.into(),
+            launched: false.into(),
             tools: Mutex::new(Vec::new()),
             listed: Arc::new(Notify::new()),
             stop: CancellationToken::new(),
@@ -109,6 +112,13 @@ impl Server {
             .lock()
             .map(|s| s.clone())
             .unwrap_or(State::Stopped)
+    }
+
+    /// Claim the start of its supervisor: true the first time only.
+    pub fn claim_launch(&self) -> bool {
+        !self
+            .launched
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether it has connected or failed at least once.

@@ -1,11 +1,27 @@
-//! What the sandbox tests share: processes on the host by command line, waiting for one to be
-//! gone, and the check that the daemon still answers after a command was stopped.
+//! What the sandbox tests share: processes on the host by command line or pid (alive, resident
+//! memory), waiting for one to be gone, and the check that the daemon still answers after a
+//! command was stopped.
 
 use std::time::{Duration, Instant};
 
 use super::WAIT;
 use super::daemon::{ALICE, World};
 use super::llm::Reply;
+
+/// Whether process `pid` runs (a zombie does not).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
+}
+
+/// `VmRSS` of `pid` in KiB (0 if it is gone).
+pub fn rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
 
 /// Command lines of the host's processes containing `needle`.
 pub fn running(needle: &str) -> Vec<String> {
