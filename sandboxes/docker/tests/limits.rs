@@ -64,10 +64,9 @@ async fn a_fork_bomb_hits_the_pids_limit_and_the_container_survives() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("pids.events: {:?} (bomb: {done:?})", events.output));
     assert!(refused > 0, "the bomb never reached the limit: {done:?}");
-    assert!(
-        !done.timed_out && done.output.contains("limit reached"),
-        "{done:?}"
-    );
+    // The calling shell either saw the refusal or was itself refused a fork (and ended); it
+    // never waited out the timeout.
+    assert!(!done.timed_out, "{done:?}");
     assert_usable_and_clean(&docker, &id).await;
     docker.remove(&id).await.unwrap();
 }
