@@ -11,42 +11,17 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};
 use support::llm::Reply;
+use support::mcp::{everything, python, script};
 use support::sandboxed::{alive, rss_kib};
 use support::{Buttons, WAIT, wait_for};
 
-/// Where `.ci/mcp-tools` installs the implementations.
-fn prefix() -> PathBuf {
-    PathBuf::from(std::env::var("HERMES_MCP_PREFIX").unwrap_or_else(|_| "/opt".into()))
-}
-
-fn python() -> PathBuf {
-    let py = prefix().join("hermes-mcp-venv/bin/python");
-    assert!(
-        py.is_file(),
-        "the MCP Python SDK is missing: run .ci/mcp-tools (it installs {})",
-        py.display()
-    );
-    py
-}
-
-fn everything() -> PathBuf {
-    let js = prefix()
-        .join("hermes-mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.is_file(),
-        "@modelcontextprotocol/server-everything is missing: run .ci/mcp-tools"
-    );
-    js
-}
-
 fn server_script() -> String {
-    format!("{}/tests/mcp/server.py", env!("CARGO_MANIFEST_DIR"))
+    script("server.py")
 }
 
 /// A stdio section for the FastMCP server, named `py`.

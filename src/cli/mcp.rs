@@ -1,5 +1,6 @@
 //! `hermes mcp list` (the configured MCP servers, with the running daemon's view of each) and
-//! `hermes mcp test <name>` (connect to one now, list its tools as the model would see them).
+//! `hermes mcp test <name>` (connect to one now, list its tools as the model would see them),
+//! `hermes mcp serve` (the gateway's own MCP service over stdio, `mcp_serve.rs`).
 
 use clap::Subcommand;
 
@@ -16,12 +17,16 @@ pub enum McpAction {
         /// The server's name (`[mcp.servers.<name>]`).
         name: String,
     },
+    /// Serve the running gateway's conversations to an MCP client over stdio (the same service
+    /// as `/mcp` on the admin listener; needs `mcp.serve.token`).
+    Serve,
 }
 
 pub(super) async fn mcp(config: Config, action: McpAction) -> Outcome {
     match action {
         McpAction::List => list(&config).await,
         McpAction::Test { name } => test(&config, &name).await,
+        McpAction::Serve => super::mcp_serve::serve(&config).await,
     }
 }
 

@@ -6,6 +6,7 @@ mod doctor;
 mod gateway;
 mod guard;
 mod mcp;
+mod mcp_serve;
 mod service;
 mod sessions;
 mod skills;

@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::gateway::StatusReport;
 
 /// The admin address: the one the running daemon wrote, else the configured one.
-fn admin_addr(config: &Config) -> String {
+pub(super) fn admin_addr(config: &Config) -> String {
     std::fs::read_to_string(crate::gateway::admin_addr_file(&config.home))
         .ok()
         .map(|s| s.trim().to_owned())

@@ -32,6 +32,9 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("HERMES_ADMIN_TOKEN") {
         config.admin.token = Secret::new(v.trim());
     }
+    if let Some(v) = env.var("HERMES_MCP_TOKEN") {
+        config.mcp.serve.token = Secret::new(v.trim());
+    }
     for platform in config.platforms_mut() {
         platform.overlay(env)?;
     }

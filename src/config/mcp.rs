@@ -15,6 +15,8 @@ use crate::policy::Category;
 pub struct McpConfig {
     /// The servers, by name (the name is part of each tool's: `mcp_<name>_<tool>`).
     pub servers: BTreeMap<String, McpServerConfig>,
+    /// hermes as an MCP server to other agents.
+    pub serve: super::McpServeConfig,
 }
 
 /// `[mcp.servers.<name>]`: one server, either `command` (stdio) or `url` (Streamable HTTP).
@@ -94,6 +96,7 @@ pub fn valid_server_name(name: &str) -> bool {
 
 impl McpConfig {
     pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
+        self.serve.validate(file)?;
         for (name, server) in &self.servers {
             let key = |k: &str| format!("mcp.servers.{name}.{k}");
             if !valid_server_name(name) {
@@ -170,6 +173,9 @@ impl McpConfig {
     /// Credentials in the section: header values and environment values whose name says so.
     pub fn secrets(&self) -> Vec<&str> {
         let mut out = Vec::new();
+        if !self.serve.token.is_empty() {
+            out.push(self.serve.token.expose());
+        }
         for server in self.servers.values() {
             out.extend(server.headers.values().map(String::as_str));
             out.extend(

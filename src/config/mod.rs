@@ -14,6 +14,7 @@ mod error;
 mod gateway;
 mod llm;
 mod mcp;
+mod mcp_serve;
 mod memory;
 mod platforms;
 mod policy;
@@ -39,6 +40,7 @@ pub use error::ConfigError;
 pub use gateway::{BusyMode, GatewayConfig};
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
 pub use mcp::{McpConfig, McpServerConfig, valid_server_name};
+pub use mcp_serve::McpServeConfig;
 pub use memory::{MemoryConfig, SkillsConfig};
 pub use platforms::{
     DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,

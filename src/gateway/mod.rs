@@ -22,6 +22,7 @@ mod adapters;
 mod cron;
 mod intake;
 mod lanes;
+mod mcp_serve;
 mod ops;
 mod outbound;
 mod sandbox;

@@ -66,6 +66,10 @@ pub struct Pending {
     pub requester: UserId,
     /// What is waiting: the tool name, or "question".
     pub subject: String,
+    /// What was asked, as the person was shown it (the exact call).
+    pub detail: String,
+    /// When it was opened (milliseconds since the epoch).
+    pub opened_at: i64,
 }
 
 /// The outcome of resolving a wait.
@@ -130,6 +134,7 @@ impl<T> Book<T> {
         session: SessionKey,
         requester: UserId,
         subject: &str,
+        detail: &str,
     ) -> (Pending, oneshot::Receiver<T>) {
         let id = new_id();
         let (tx, rx) = oneshot::channel();
@@ -138,6 +143,8 @@ impl<T> Book<T> {
             session,
             requester,
             subject: subject.to_owned(),
+            detail: detail.to_owned(),
+            opened_at: hermes_adapter::now_millis(),
         };
         if let Ok(mut entries) = self.entries.lock() {
             entries.push(Entry {
@@ -163,10 +170,32 @@ impl<T> Book<T> {
         self.take(|p| &p.session == session, by, answer)
     }
 
+    /// Answer wait `id` as the operator, who may answer anyone's (the MCP service's
+    /// `approval_answer`, behind its token). `allowed` sees the wait first and may refuse it
+    /// (one out of the token's reach looks unknown).
+    pub fn resolve_as_operator(
+        &self,
+        id: &str,
+        allowed: impl Fn(&Pending) -> bool,
+        answer: T,
+    ) -> Result<Resolved, Rejection> {
+        self.take_if(|p| p.id == id && allowed(p), None, answer)
+    }
+
     fn take(
         &self,
         matches: impl Fn(&Pending) -> bool,
         by: &UserId,
+        answer: T,
+    ) -> Result<Resolved, Rejection> {
+        self.take_if(matches, Some(by), answer)
+    }
+
+    /// Resolve the first wait `matches` accepts; `by`, when given, must be its requester.
+    fn take_if(
+        &self,
+        matches: impl Fn(&Pending) -> bool,
+        by: Option<&UserId>,
         answer: T,
     ) -> Result<Resolved, Rejection> {
         let mut entries = self.entries.lock().map_err(|_| Rejection::Unknown)?;
@@ -174,7 +203,7 @@ impl<T> Book<T> {
             .iter()
             .position(|e| matches(&e.pending))
             .ok_or(Rejection::Unknown)?;
-        if &entries[at].pending.requester != by {
+        if by.is_some_and(|by| &entries[at].pending.requester != by) {
             return Err(Rejection::NotYours);
         }
         let entry = entries.remove(at);
@@ -192,6 +221,14 @@ impl<T> Book<T> {
         if let Ok(mut entries) = self.entries.lock() {
             entries.retain(|e| e.pending.id != id);
         }
+    }
+
+    /// Every pending wait, oldest first.
+    pub fn all(&self) -> Vec<Pending> {
+        self.entries
+            .lock()
+            .map(|e| e.iter().map(|e| e.pending.clone()).collect())
+            .unwrap_or_default()
     }
 
     pub fn pending_for(&self, session: &SessionKey) -> Vec<Pending> {
@@ -220,7 +257,7 @@ mod tests {
     #[tokio::test]
     async fn only_the_requester_answers_and_only_once() {
         let book = ApprovalBook::default();
-        let (p, rx) = book.open(key(), "1".into(), "terminal");
+        let (p, rx) = book.open(key(), "1".into(), "terminal", "");
         assert_eq!(
             book.resolve(&p.id, &"2".into(), Answer::Once),
             Err(Rejection::NotYours)
@@ -240,8 +277,8 @@ mod tests {
     #[tokio::test]
     async fn replies_answer_the_oldest_wait_of_the_session() {
         let book = ApprovalBook::default();
-        let (first, rx1) = book.open(key(), "1".into(), "a");
-        let (_second, rx2) = book.open(key(), "1".into(), "b");
+        let (first, rx1) = book.open(key(), "1".into(), "a", "");
+        let (_second, rx2) = book.open(key(), "1".into(), "b", "");
         assert_eq!(
             book.resolve_oldest(&key(), &"1".into(), Answer::Once)
                 .unwrap()

@@ -7,7 +7,7 @@
 //! it (see `SessionKey::owner`); a backend applies the filter in every query, never afterwards.
 
 use async_trait::async_trait;
-use hermes_adapter::SessionKey;
+use hermes_adapter::{ChatId, Platform, SessionKey};
 
 use super::Result;
 use super::sessions::{SessionRow, StoredMessage};
@@ -57,6 +57,8 @@ pub struct SessionSummary {
     pub ended_at: Option<i64>,
     /// Every stored message, tool calls and results included.
     pub messages: u64,
+    /// The chat it is held in, from the newest message it received; `None` before the first.
+    pub chat: Option<ChatId>,
 }
 
 /// The search role: `session_search` (scoped to its owner) and `hermes sessions` (all).
@@ -100,4 +102,7 @@ pub trait Search: Send + Sync {
     /// Every message of session `id` in order, tool calls and results included; `None` if there
     /// is no such session.
     async fn session_messages(&self, id: i64) -> Result<Option<Vec<StoredMessage>>>;
+
+    /// Whether any session is held in `chat` of `platform` (someone allowed wrote there).
+    async fn chat_has_session(&self, platform: Platform, chat: &ChatId) -> Result<bool>;
 }

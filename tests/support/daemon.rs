@@ -150,6 +150,14 @@ impl World {
         Daemon::spawn(self.home.path(), &self.env, args, self.runs)
     }
 
+    /// Another program (a client the test drives) with this world's environment, which the
+    /// `hermes` commands it starts inherit.
+    pub fn command_for(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        with_env(&mut cmd, self.home.path(), &self.env);
+        cmd
+    }
+
     /// Run `hermes <args>` to completion.
     pub fn run(&self, args: &[&str]) -> (ExitStatus, String, String) {
         let out = command(self.home.path(), &self.env, args)
@@ -218,8 +226,14 @@ pub fn binary_canonical() -> String {
 
 fn command(home: &Path, env: &[(String, String)], args: &[&str]) -> Command {
     let mut cmd = Command::new(binary());
-    cmd.args(args)
-        .env_clear()
+    cmd.args(args);
+    with_env(&mut cmd, home, env);
+    cmd
+}
+
+/// Give `cmd` the environment a daemon of this world runs with (and nothing else).
+fn with_env(cmd: &mut Command, home: &Path, env: &[(String, String)]) {
+    cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HERMES_HOME", home)
         .env(
@@ -227,7 +241,6 @@ fn command(home: &Path, env: &[(String, String)], args: &[&str]) -> Command {
             "debug,hyper=info,reqwest=info,h2=info,rustls=info",
         )
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    cmd
 }
 
 /// A running `hermes` process. Killed when dropped.

@@ -14,6 +14,7 @@ pub mod dockerd;
 pub mod email;
 pub mod http;
 pub mod llm;
+pub mod mcp;
 pub mod sandboxed;
 pub mod slack;
 pub mod sshd;

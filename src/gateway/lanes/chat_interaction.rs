@@ -94,10 +94,13 @@ impl ChatInteraction {
 impl Interaction for ChatInteraction {
     async fn confirm(&self, request: &ConfirmRequest) -> Option<Answer> {
         let timeout = Duration::from_secs(self.config.policy.approval_timeout_secs);
-        let (pending, rx) =
-            self.shared
-                .approvals
-                .open(self.key.clone(), self.to.sender.id.clone(), &request.tool);
+        let detail = format!("{}\n{}", request.reason, request.arguments);
+        let (pending, rx) = self.shared.approvals.open(
+            self.key.clone(),
+            self.to.sender.id.clone(),
+            &request.tool,
+            &detail,
+        );
         let buttons = if self.buttons() {
             let b = |label: &str, a: Answer| Button {
                 label: label.to_owned(),
@@ -139,10 +142,12 @@ impl Interaction for ChatInteraction {
 
     async fn ask(&self, question: &str, choices: &[String]) -> Option<String> {
         let timeout = Duration::from_secs(self.config.policy.clarify_timeout_secs);
-        let (pending, rx) =
-            self.shared
-                .questions
-                .open(self.key.clone(), self.to.sender.id.clone(), "question");
+        let (pending, rx) = self.shared.questions.open(
+            self.key.clone(),
+            self.to.sender.id.clone(),
+            "question",
+            question,
+        );
         let buttons = if self.buttons() && !choices.is_empty() {
             vec![
                 choices

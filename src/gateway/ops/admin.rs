@@ -5,7 +5,8 @@
 //! - `GET /readyz`: 200 when every enabled adapter is connected and heard from recently, else 503
 //!   with the reason per adapter;
 //! - `GET /metrics`: Prometheus (OpenMetrics text);
-//! - `GET /status`: the [`StatusReport`](crate::gateway::StatusReport) as JSON, read by `hermes status`.
+//! - `GET /status`: the [`StatusReport`](crate::gateway::StatusReport) as JSON, read by `hermes status`;
+//! - `/mcp`: the MCP service (`gateway/mcp_serve`), behind `mcp.serve.token` instead.
 //!
 //! The bound address is written to `$HERMES_HOME/admin.addr` (useful with port 0).
 
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::status;
 use crate::gateway::Shared;
+use crate::gateway::mcp_serve;
 use crate::metrics::metrics;
 
 /// The running endpoint.
@@ -69,15 +71,16 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
     if let Err(e) = std::fs::write(&addr_file, format!("{bound}\n")) {
         tracing::warn!(error = %e, "cannot write {}", addr_file.display());
     }
-    tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status)");
+    tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status /mcp)");
+    let stop = CancellationToken::new();
     let app = Router::new()
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/status", get(status_json))
         .route_layer(axum::middleware::from_fn_with_state(token, authorized))
         .route("/healthz", get(healthz))
+        .merge(mcp_route(shared.clone(), stop.child_token()))
         .with_state(shared);
-    let stop = CancellationToken::new();
     let limits = hermes_listener::Limits {
         max_connections: 16,
         ..hermes_listener::Limits::default()
@@ -94,6 +97,16 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
         task,
         addr_file,
     })
+}
+
+/// `/mcp`: the MCP service, behind its own token (`mcp.serve.token`), not the admin one.
+fn mcp_route(shared: Arc<Shared>, stop: CancellationToken) -> Router<Arc<Shared>> {
+    Router::new()
+        .route_service("/mcp", mcp_serve::http(shared.clone(), stop))
+        .layer(axum::middleware::from_fn_with_state(
+            shared,
+            mcp_serve::authorized,
+        ))
 }
 
 /// Let a request through when no token is configured or it carries the token.
@@ -151,7 +164,7 @@ fn loopback_host(host: &str) -> bool {
 }
 
 /// Equal, in time that depends only on the lengths.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

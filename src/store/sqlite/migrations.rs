@@ -261,6 +261,17 @@ const MIGRATIONS: &[Migration] = &[
     CREATE INDEX outbox_finished ON outbox(created_at) WHERE status IN ('sent', 'failed');
     "#,
     ),
+    // 7: a session remembers the chat it is held in (a direct message's chat is not always the
+    // person's id: Discord, Slack and Matrix give it its own), from the messages it received.
+    Migration::sql(
+        r#"
+    ALTER TABLE sessions ADD COLUMN chat_id TEXT;
+    UPDATE sessions SET chat_id = (
+        SELECT i.chat_id FROM messages m JOIN inbox i ON i.id = m.inbox_id
+         WHERE m.session_id = sessions.id ORDER BY m.id DESC LIMIT 1);
+    CREATE INDEX sessions_chat ON sessions(platform, chat_id);
+    "#,
+    ),
 ];
 
 /// Set `owner` of every session from its key. A key that does not parse (written by hand, or by

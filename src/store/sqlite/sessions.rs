@@ -209,6 +209,13 @@ impl Sessions for SqliteStore {
             for (inbox_id, text) in &items {
                 append(&tx, session_id, &ChatMessage::user(text.clone()), *inbox_id)?;
             }
+            if let Some(inbox_id) = items.iter().rev().find_map(|(id, _)| *id) {
+                tx.prepare_cached(
+                    "UPDATE sessions SET chat_id = (SELECT chat_id FROM inbox WHERE id = ?2)
+                      WHERE id = ?1 AND EXISTS (SELECT 1 FROM inbox WHERE id = ?2)",
+                )?
+                .execute(params![session_id, inbox_id])?;
+            }
             tx.commit()?;
             Ok(())
         })

@@ -32,6 +32,7 @@ macro_rules! store_suite {
             search::another_owners_sessions_are_never_returned,
             search::read_on_continues_after_the_given_message,
             search::sessions_are_listed_and_exported,
+            search::a_session_knows_the_chat_it_is_held_in,
             settings::settings_are_set_replaced_and_deleted,
             settings::counters_start_at_one_and_count_up,
             retention::old_finished_rows_go_the_newest_and_open_ones_stay,

@@ -3,7 +3,7 @@
 
 use hermes_adapter::{Platform, SessionKey};
 
-use super::{contents, dm, group, owner, session_of, session_with};
+use super::{contents, dm, group, message, owner, session_of, session_with};
 use crate::conversation::{ChatMessage, Role, ToolCall};
 use crate::store::*;
 
@@ -404,4 +404,47 @@ pub(crate) async fn sessions_are_listed_and_exported(store: Store) {
     assert_eq!(msgs[1].message, ChatMessage::assistant("two"));
     assert_eq!(store.session_messages(999).await.unwrap(), None);
     assert_eq!(store.session_summary(999).await.unwrap(), None);
+}
+
+pub(crate) async fn a_session_knows_the_chat_it_is_held_in(store: Store) {
+    // A direct chat whose id is not the person's (Discord, Slack, Matrix).
+    let key = dm("u-1");
+    let mut msg = message("u-1", "m1", "hello there");
+    msg.chat.id = "dm-chan-9".into();
+    let inbox_id = store.inbox_insert(&msg).await.unwrap().unwrap();
+    let session = store.session_active(&key).await.unwrap().id;
+    assert_eq!(
+        store.session_summary(session).await.unwrap().unwrap().chat,
+        None
+    );
+    store
+        .append_inbox_messages(session, vec![(Some(inbox_id), "hello there".into())])
+        .await
+        .unwrap();
+    let summary = store.session_summary(session).await.unwrap().unwrap();
+    assert_eq!(summary.chat, Some("dm-chan-9".into()));
+    assert_eq!(
+        store.sessions_list(1, 0).await.unwrap()[0].chat,
+        summary.chat
+    );
+    let has = |chat: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .chat_has_session(Platform::Telegram, &chat.into())
+                .await
+        }
+    };
+    assert!(has("dm-chan-9").await.unwrap());
+    assert!(
+        !has("u-1").await.unwrap(),
+        "the person's id is not the chat"
+    );
+    assert!(
+        !store
+            .chat_has_session(Platform::Discord, &"dm-chan-9".into())
+            .await
+            .unwrap(),
+        "nor another platform's chat of the same id"
+    );
 }

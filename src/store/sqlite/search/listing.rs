@@ -6,12 +6,13 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::store::{Result, SessionSummary, StoreError};
 
 pub(super) const SUMMARY: &str = "SELECT s.id, s.key, s.created_at, s.updated_at, s.ended_at,
-        (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)
+        (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id), s.chat_id
     FROM sessions s";
 
-pub(super) fn summary(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(i64, String, i64, i64, Option<i64>, i64)> {
+/// A summary row as read: id, key, created, updated, ended, message count, chat.
+type Raw = (i64, String, i64, i64, Option<i64>, i64, Option<String>);
+
+pub(super) fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -19,11 +20,12 @@ pub(super) fn summary(
         r.get(3)?,
         r.get(4)?,
         r.get(5)?,
+        r.get(6)?,
     ))
 }
 
-pub(super) fn decode(raw: (i64, String, i64, i64, Option<i64>, i64)) -> Result<SessionSummary> {
-    let (id, key, created_at, updated_at, ended_at, messages) = raw;
+pub(super) fn decode(raw: Raw) -> Result<SessionSummary> {
+    let (id, key, created_at, updated_at, ended_at, messages, chat) = raw;
     Ok(SessionSummary {
         id,
         key: key
@@ -35,6 +37,7 @@ pub(super) fn decode(raw: (i64, String, i64, i64, Option<i64>, i64)) -> Result<S
         updated_at,
         ended_at,
         messages: messages as u64,
+        chat: chat.map(Into::into),
     })
 }
 

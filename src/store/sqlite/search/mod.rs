@@ -152,6 +152,21 @@ impl Search for SqliteStore {
         })
         .await
     }
+
+    async fn chat_has_session(
+        &self,
+        platform: hermes_adapter::Platform,
+        chat: &hermes_adapter::ChatId,
+    ) -> Result<bool> {
+        let chat = chat.as_str().to_owned();
+        self.call(move |c| {
+            Ok(
+                c.prepare_cached("SELECT 1 FROM sessions WHERE platform = ?1 AND chat_id = ?2")?
+                    .exists(params![platform.as_str(), chat])?,
+            )
+        })
+        .await
+    }
 }
 
 /// Matching message ids grouped by session, in the order the sessions were first met (newest
