@@ -6,6 +6,8 @@
 //! and a connection's life within `connection_lifetime`. A slow-loris client then holds one slot
 //! for seconds, not the port for ever.
 
+pub mod bearer;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -86,13 +86,7 @@ pub(crate) async fn authorized(
         )
             .into_response();
     }
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if super::ops::admin::same(given.as_bytes(), token.as_bytes()) {
+    if hermes_listener::bearer::carries(request.headers(), token) {
         next.run(request).await
     } else {
         (
