@@ -43,7 +43,8 @@ pub use mcp::{McpConfig, McpServerConfig, valid_server_name};
 pub use mcp_serve::McpServeConfig;
 pub use memory::{MemoryConfig, SkillsConfig};
 pub use platforms::{
-    DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig, TelegramConfig,
+    ApiConfig, DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig,
+    TelegramConfig,
 };
 pub use policy::PolicyConfig;
 pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
@@ -80,6 +81,7 @@ pub struct Config {
     pub slack: SlackConfig,
     pub email: EmailConfig,
     pub matrix: MatrixConfig,
+    pub api: ApiConfig,
     pub admin: AdminConfig,
     pub store: StoreConfig,
     pub retention: RetentionConfig,
@@ -88,24 +90,26 @@ pub struct Config {
 impl Config {
     /// Every platform's section, in one list: the only place outside a platform's own files
     /// that names it (with its field above).
-    pub fn platforms(&self) -> [&dyn PlatformSection; 5] {
+    pub fn platforms(&self) -> [&dyn PlatformSection; 6] {
         [
             &self.telegram,
             &self.discord,
             &self.slack,
             &self.email,
             &self.matrix,
+            &self.api,
         ]
     }
 
     /// The same list, to change (the environment overlay).
-    fn platforms_mut(&mut self) -> [&mut dyn PlatformSection; 5] {
+    fn platforms_mut(&mut self) -> [&mut dyn PlatformSection; 6] {
         [
             &mut self.telegram,
             &mut self.discord,
             &mut self.slack,
             &mut self.email,
             &mut self.matrix,
+            &mut self.api,
         ]
     }
 

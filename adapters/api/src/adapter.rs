@@ -53,6 +53,9 @@ pub struct Capabilities {
     pub buttons: bool,
     pub threads: bool,
     pub attachments: bool,
+    /// Editing costs nothing (no rate limit, nothing posted: the HTTP API's previews are the
+    /// response's stream): answers are always streamed, and previews edited at once.
+    pub free_edits: bool,
 }
 
 /// The platform's id of a message the bot sent.

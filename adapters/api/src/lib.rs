@@ -24,7 +24,7 @@ pub use message::{
     Attachment, AttachmentKind, Chat, ChatId, ChatKind, Message, MessageId, Platform, ReplyRef,
     Sender, ThreadId, Trigger, UserId,
 };
-pub use outbound::{Button, MAX_CAPTION_CHARS, Outbound, OutboundFile};
+pub use outbound::{Button, MAX_CAPTION_CHARS, Outbound, OutboundFile, TokenUsage, keys};
 pub use secrets::{register_secret, scrub};
 pub use session_key::{GroupSessions, ParseSessionKeyError, SessionKey, SessionScope};
 

@@ -42,6 +42,8 @@ platforms! {
     Slack = "slack", "Slack";
     Email = "email", "email";
     Matrix = "matrix", "Matrix";
+    /// The OpenAI-compatible HTTP API (each key one person).
+    Api = "api", "the HTTP API";
     Cli = "cli", "the terminal";
     /// Scheduled jobs: their sessions live here; nothing is delivered to it.
     Cron = "cron", "a schedule";

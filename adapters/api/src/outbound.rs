@@ -61,6 +61,57 @@ pub struct Outbound {
     /// [`MAX_CAPTION_CHARS`]). Only queued for adapters whose `max_upload_bytes` is not 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<OutboundFile>,
+    /// The tokens of the turn this answer ends, for platforms that report them (the HTTP API's
+    /// `usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+}
+
+/// Tokens one turn used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// The idempotency keys of the rows that answer a message, `<kind>:<id>:<part>/<parts>`: the
+/// agent's answer, a command's reply, the notice of a crashed turn. A platform that pairs each
+/// request with its answer (the HTTP API) tells them from everything else said meanwhile (a
+/// confirmation asked, a note) by these.
+pub mod keys {
+    /// The agent's answer to a turn (`turn:<inbox id>`).
+    pub const TURN: &str = "turn";
+    /// A command's reply (`cmd:<inbox id>`).
+    pub const COMMAND: &str = "cmd";
+    /// The notice that a turn crashed (`panic:<inbox id>`).
+    pub const CRASH: &str = "panic";
+
+    /// Whether a row with this key answers a message.
+    pub fn answers(key: &str) -> bool {
+        key.split_once(':')
+            .is_some_and(|(kind, _)| [TURN, COMMAND, CRASH].contains(&kind))
+    }
+
+    /// Whether it is the last part of its answer (`…:n/n`, or a key without parts).
+    pub fn last_part(key: &str) -> bool {
+        let Some((_, parts)) = key.rsplit_once(':') else {
+            return true;
+        };
+        match parts.split_once('/') {
+            Some((i, n)) => i == n || i.parse::<u32>().ok() >= n.parse::<u32>().ok(),
+            None => true,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn answers_and_their_last_parts() {
+            assert!(super::answers("turn:12:1/1") && super::answers("cmd:3:1/2"));
+            assert!(!super::answers("ap:ff01") && !super::answers("") && !super::answers("note:x"));
+            assert!(super::last_part("turn:12:2/2") && !super::last_part("turn:12:1/2"));
+        }
+    }
 }
 
 /// Longest caption the core puts on a file (Telegram allows 1024 UTF-16 units; a longer caption
@@ -78,6 +129,7 @@ impl Outbound {
             idempotency_key: idempotency_key.into(),
             edit_of: None,
             file: None,
+            usage: None,
         }
     }
 }

@@ -185,6 +185,7 @@ impl Adapter for DiscordAdapter {
             buttons: true,
             threads: true,
             attachments: true,
+            free_edits: false,
         }
     }
 

@@ -186,6 +186,7 @@ impl Adapter for EmailAdapter {
             buttons: false,
             threads: true,
             attachments: true,
+            free_edits: false,
         }
     }
 

@@ -159,6 +159,7 @@ impl Adapter for MatrixAdapter {
             buttons: false,
             threads: true,
             attachments: true,
+            free_edits: false,
         }
     }
 

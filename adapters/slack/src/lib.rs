@@ -149,6 +149,7 @@ impl Adapter for SlackAdapter {
             buttons: true,
             threads: true,
             attachments: true,
+            free_edits: false,
         }
     }
 

@@ -189,6 +189,7 @@ impl Adapter for TelegramAdapter {
             buttons: true,
             threads: true,
             attachments: true,
+            free_edits: false,
         }
     }
 

@@ -7,6 +7,7 @@
 //! gateway starts. Adding a platform is its adapter crate, its file here, and one line in the
 //! list in `config/mod.rs`.
 
+mod api;
 mod discord;
 mod email;
 mod matrix;
@@ -20,6 +21,7 @@ use hermes_adapter::{Adapter, Platform};
 
 use super::{Config, ConfigError, EnvSource};
 
+pub use api::ApiConfig;
 pub use discord::DiscordConfig;
 pub use email::EmailConfig;
 pub use matrix::MatrixConfig;

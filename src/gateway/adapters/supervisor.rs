@@ -214,6 +214,7 @@ mod tests {
                 buttons: false,
                 threads: false,
                 attachments: false,
+                free_edits: false,
             }
         }
         async fn run(

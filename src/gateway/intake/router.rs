@@ -92,7 +92,12 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
     if let Some((name, arg)) = msg.command()
         && let Some(reply) = commands::handle(shared, msg, &key, role, &name, arg).await
     {
-        let rows = replies(shared, msg, &reply, &format!("cmd:{}", row.id));
+        let rows = replies(
+            shared,
+            msg,
+            &reply,
+            &format!("{}:{}", hermes_adapter::keys::COMMAND, row.id),
+        );
         match shared
             .store
             .reply_and_finish(vec![row.id], InboxOutcome::Command, rows)

@@ -93,7 +93,12 @@ async fn fail_running_turn(shared: &Arc<Shared>, lane: &Lane) {
     let rows: Vec<_> = rows.into_iter().filter(|r| r.id <= max).collect();
     let Some(last) = rows.last() else { return };
     let note = "⚠️ Sorry, something went wrong on my side while answering this. It was logged for the operator; please try again.";
-    let replies = replies(shared, &last.message, note, &format!("panic:{}", last.id));
+    let replies = replies(
+        shared,
+        &last.message,
+        note,
+        &format!("{}:{}", hermes_adapter::keys::CRASH, last.id),
+    );
     let ids = rows.iter().map(|r| r.id).collect();
     match shared
         .store

@@ -44,6 +44,11 @@ pub(crate) fn start(
         .saturating_sub(2)
         .max(16);
     let unit = adapter.capabilities().length_unit;
+    let pace = if adapter.capabilities().free_edits {
+        Duration::ZERO
+    } else {
+        EDIT_EVERY
+    };
     let (chat, thread) = (to.chat.id.clone(), to.thread.clone());
     let task = tokio::spawn(async move {
         let mut p = Preview {
@@ -75,7 +80,7 @@ pub(crate) fn start(
                 d = rx.recv() => d,
                 _ = tokio::time::sleep(wait), if p.text.trim() != p.shown.trim() => {
                     let text = show(&p);
-                    refresh(adapter.as_ref(), &mut p, &chat, &thread, text).await;
+                    refresh(adapter.as_ref(), pace, &mut p, &chat, &thread, text).await;
                     continue;
                 }
             };
@@ -94,7 +99,7 @@ pub(crate) fn start(
                     let last = show(&p);
                     if last.trim() != p.shown.trim() {
                         p.next_edit = Instant::now();
-                        refresh(adapter.as_ref(), &mut p, &chat, &thread, last).await;
+                        refresh(adapter.as_ref(), pace, &mut p, &chat, &thread, last).await;
                     }
                     p = Preview {
                         text: String::new(),
@@ -114,6 +119,7 @@ pub(crate) fn start(
 /// rate limit says wait.
 async fn refresh(
     adapter: &dyn Adapter,
+    pace: Duration,
     p: &mut Preview,
     chat: &hermes_adapter::ChatId,
     thread: &Option<hermes_adapter::ThreadId>,
@@ -133,7 +139,7 @@ async fn refresh(
     match result {
         Ok(()) => {
             p.shown = text;
-            p.next_edit = Instant::now() + EDIT_EVERY;
+            p.next_edit = Instant::now() + pace;
         }
         Err(SendError::RetryAfter(wait)) => {
             tracing::debug!(?wait, "preview rate limited");
@@ -141,7 +147,7 @@ async fn refresh(
         }
         Err(e) => {
             tracing::debug!(error = %e, "preview update failed");
-            p.next_edit = Instant::now() + EDIT_EVERY;
+            p.next_edit = Instant::now() + pace;
         }
     }
 }

@@ -126,7 +126,10 @@ impl<'a> Turn<'a> {
         let progress = start_progress_notes(self.now.config.agent.progress_notice_secs, &person);
         let view = shared
             .adapter(last.platform)
-            .filter(|a| self.now.config.llm.streaming && a.capabilities().edit)
+            .filter(|a| {
+                let caps = a.capabilities();
+                caps.edit && (self.now.config.llm.streaming || caps.free_edits)
+            })
             .map(|a| stream_view::start(a, last));
         let (deltas, view) = match view {
             Some((sink, task)) => (Some(sink), Some(task)),
@@ -245,7 +248,7 @@ impl<'a> Turn<'a> {
     /// rows done. `None` when shutdown cancelled the turn (its messages resume at the next
     /// start).
     fn commit_of(&self, outcome: TurnOutcome, mut record: TurnRecord) -> Option<TurnCommit> {
-        let reply_key = format!("turn:{}", self.turn_id());
+        let reply_key = format!("{}:{}", hermes_adapter::keys::TURN, self.turn_id());
         let (replies, messages) = match outcome {
             TurnOutcome::Answered(text) | TurnOutcome::BudgetExhausted(text) => {
                 tracing::info!(
@@ -254,7 +257,13 @@ impl<'a> Turn<'a> {
                     completion_tokens = record.usage.completion_tokens,
                     "turn answered"
                 );
-                let rows = replies(self.shared, &self.last, &text, &reply_key);
+                let mut rows = replies(self.shared, &self.last, &text, &reply_key);
+                if let Some((_, last)) = rows.last_mut() {
+                    last.usage = Some(hermes_adapter::TokenUsage {
+                        prompt_tokens: record.usage.prompt_tokens,
+                        completion_tokens: record.usage.completion_tokens,
+                    });
+                }
                 (rows, vec![ChatMessage::assistant(text)])
             }
             TurnOutcome::Failed(err) => {

@@ -1,0 +1,223 @@
+//! The requests waiting for their answers, one per conversation at a time: what the core sends
+//! a conversation while its request waits becomes that request's events. A preview (streamed
+//! text, sent and edited directly) becomes deltas; the answer (an outbox row keyed as one, see
+//! [`hermes_adapter::keys`]) ends the request; anything else (a confirmation being asked, a
+//! note) is a note.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use dashmap::DashMap;
+use hermes_adapter::{ChatId, Outbound, SentId, TokenUsage, keys};
+use tokio::sync::{Mutex, mpsc};
+
+/// What a waiting request hears.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// More of the answer's text.
+    Delta(String),
+    /// Something said meanwhile that is not the answer (a confirmation asked, a note).
+    Note(String),
+    /// The whole answer, and the tokens its turn used.
+    Done {
+        text: String,
+        usage: Option<TokenUsage>,
+    },
+}
+
+struct Waiter {
+    events: mpsc::UnboundedSender<Event>,
+    /// The preview being streamed: its id and the text shown so far.
+    preview: Option<(SentId, String)>,
+    /// Text streamed so far (all previews).
+    streamed: bool,
+    /// The answer's parts so far.
+    answer: String,
+}
+
+/// The waiting requests, by conversation.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    waiters: DashMap<ChatId, Waiter>,
+    turns: DashMap<ChatId, Arc<Mutex<()>>>,
+    next_id: AtomicU64,
+}
+
+impl Waiting {
+    /// The lock a request holds while it waits: one request per conversation at a time (a
+    /// second one waits for the first to be answered, so answers never cross).
+    pub fn turn_of(&self, chat: &ChatId) -> Arc<Mutex<()>> {
+        self.turns.entry(chat.clone()).or_default().clone()
+    }
+
+    /// Listen to `chat` (before its message is delivered, so nothing said is missed).
+    pub fn listen(&self, chat: &ChatId) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.waiters.insert(
+            chat.clone(),
+            Waiter {
+                events: tx,
+                preview: None,
+                streamed: false,
+                answer: String::new(),
+            },
+        );
+        rx
+    }
+
+    /// Stop listening (answered, timed out, or the client went away).
+    pub fn forget(&self, chat: &ChatId) {
+        self.waiters.remove(chat);
+    }
+
+    fn new_id(&self) -> SentId {
+        SentId(format!(
+            "api-{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+        ))
+    }
+
+    /// Something the core sends to a conversation.
+    pub fn send(&self, out: &Outbound) -> SentId {
+        let id = self.new_id();
+        let mut done = false;
+        if let Some(mut w) = self.waiters.get_mut(&out.chat) {
+            if out.idempotency_key.is_empty() {
+                // A new preview: the model is writing (again, after a tool call).
+                let separator = if w.streamed { "\n\n" } else { "" };
+                let _ = w
+                    .events
+                    .send(Event::Delta(format!("{separator}{}", out.text)));
+                w.preview = Some((id.clone(), out.text.clone()));
+                w.streamed = true;
+            } else if keys::answers(&out.idempotency_key) {
+                let delta = match (&out.edit_of, &w.preview) {
+                    // The answer replaces the last preview: only what it adds is new.
+                    (Some(of), Some((shown_id, shown))) if of == &shown_id.0 => out
+                        .text
+                        .strip_prefix(shown.as_str())
+                        .unwrap_or_default()
+                        .to_owned(),
+                    _ if w.streamed || !w.answer.is_empty() => format!("\n\n{}", out.text),
+                    _ => out.text.clone(),
+                };
+                if !delta.is_empty() {
+                    let _ = w.events.send(Event::Delta(delta));
+                }
+                w.streamed = true;
+                w.preview = None;
+                if !w.answer.is_empty() {
+                    w.answer.push_str("\n\n");
+                }
+                w.answer.push_str(&out.text);
+                if keys::last_part(&out.idempotency_key) {
+                    let text = std::mem::take(&mut w.answer);
+                    let _ = w.events.send(Event::Done {
+                        text,
+                        usage: out.usage,
+                    });
+                    done = true;
+                }
+            } else {
+                let _ = w.events.send(Event::Note(out.text.clone()));
+            }
+        }
+        if done {
+            self.waiters.remove(&out.chat);
+        }
+        id
+    }
+
+    /// A preview's new text: what it adds is streamed.
+    pub fn edit(&self, chat: &ChatId, id: &SentId, text: &str) {
+        let Some(mut w) = self.waiters.get_mut(chat) else {
+            return;
+        };
+        let Some((shown_id, shown)) = &w.preview else {
+            return;
+        };
+        if shown_id != id {
+            return;
+        }
+        // A preview that was rewritten (the model started over) cannot be taken back: only
+        // text that extends what was streamed is sent on.
+        let delta = text.strip_prefix(shown.as_str()).map(str::to_owned);
+        let next = (shown_id.clone(), text.to_owned());
+        w.preview = Some(next);
+        if let Some(delta) = delta.filter(|d| !d.is_empty()) {
+            let _ = w.events.send(Event::Delta(delta));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(text: &str, key: &str) -> Outbound {
+        Outbound::text("k:c".into(), text, key)
+    }
+
+    #[test]
+    fn previews_stream_and_the_answer_ends_with_what_it_adds() {
+        let w = Waiting::default();
+        let chat: ChatId = "k:c".into();
+        let mut rx = w.listen(&chat);
+        let p = w.send(&out("Hel", ""));
+        w.edit(&chat, &p, "Hello wor");
+        w.send(&out("Asking for confirmation", "ap:1"));
+        let mut answer = out("Hello world.", "turn:7:1/1");
+        answer.edit_of = Some(p.0.clone());
+        answer.usage = Some(TokenUsage {
+            prompt_tokens: 10,
+            completion_tokens: 3,
+        });
+        w.send(&answer);
+        let mut got = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            got.push(e);
+        }
+        assert_eq!(
+            got,
+            [
+                Event::Delta("Hel".into()),
+                Event::Delta("lo wor".into()),
+                Event::Note("Asking for confirmation".into()),
+                Event::Delta("ld.".into()),
+                Event::Done {
+                    text: "Hello world.".into(),
+                    usage: answer.usage
+                }
+            ]
+        );
+        // Nobody waits any more: a late row is simply not heard.
+        w.send(&out("late", "turn:8:1/1"));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_long_answer_ends_with_its_last_part_and_other_chats_are_apart() {
+        let w = Waiting::default();
+        let (a, b): (ChatId, ChatId) = ("k:a".into(), "k:b".into());
+        let mut ra = w.listen(&a);
+        let mut rb = w.listen(&b);
+        let mut first = out("one", "turn:1:1/2");
+        first.chat = a.clone();
+        w.send(&first);
+        let mut second = out("two", "turn:1:2/2");
+        second.chat = a.clone();
+        w.send(&second);
+        let mut events = Vec::new();
+        while let Ok(e) = ra.try_recv() {
+            events.push(e);
+        }
+        assert_eq!(
+            events.last(),
+            Some(&Event::Done {
+                text: "one\n\ntwo".into(),
+                usage: None
+            })
+        );
+        assert!(rb.try_recv().is_err(), "b heard nothing");
+    }
+}
