@@ -149,3 +149,151 @@ async fn the_openai_client_completes_streams_keeps_a_conversation_and_is_refused
         stateless[0]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_an_api_turn_waits_for_is_answered_from_outside() {
+    const MCP_TOKEN: &str = "mcp-test-token-0123456789";
+    let port = support::http::free_port();
+    let mut w = World::new("[mcp.serve]\nallow_send = true\n").await;
+    w.set_env("HERMES_API_KEY", KEY);
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    w.set_env("HERMES_MCP_TOKEN", MCP_TOKEN);
+    let base = format!("http://127.0.0.1:{port}/v1");
+    w.llm.echo_tool_results();
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo api-ok-$((40 + 2))"}),
+    ));
+    let _daemon = w.start_logging("HTTP API listening").await;
+    let asking = {
+        let base = base.clone();
+        let w_env = w.command_for(&python());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = w_env;
+            cmd.arg(format!("{}/tests/api/openai_client.py", env!("CARGO_MANIFEST_DIR")))
+                .args([&base, KEY])
+                .arg(json!({"do": "complete", "messages": [{"role": "user", "content": "run the check"}]}).to_string());
+            cmd.output().expect("run the openai client")
+        })
+    };
+    let url = format!("{}/mcp", w.admin_url().await);
+    let mut mcp = support::mcp::Client::http(&w, &url, MCP_TOKEN).await;
+    let deadline = std::time::Instant::now() + support::WAIT;
+    let approval = loop {
+        let pending = mcp.ok("approvals_list", json!({})).await;
+        if let Some(a) = pending["approvals"].as_array().and_then(|a| a.first()) {
+            break a.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no confirmation asked: {}",
+            w.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(approval["platform"], "api");
+    assert_eq!(approval["requester"], "default", "the key is the person");
+    mcp.ok(
+        "approval_answer",
+        json!({"id": approval["id"], "answer": "once"}),
+    )
+    .await;
+    let out = asking.await.unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert!(
+        answer["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("api-ok-42"),
+        "the answer carries the confirmed call's output: {answer}"
+    );
+}
+
+/// The deltas of one streamed response, joined, and whether it ended with `[DONE]`.
+fn streamed_text(body: &str) -> (String, bool) {
+    let mut text = String::new();
+    let mut done = false;
+    for data in body.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if data == "[DONE]" {
+            done = true;
+            continue;
+        }
+        let v: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"));
+        if let Some(t) = v["choices"][0]["delta"]["content"].as_str() {
+            text.push_str(t);
+        }
+    }
+    (text, done)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_streams_each_get_their_own_answer() {
+    const KEYS: usize = 10;
+    const PER_KEY: usize = 20;
+    let port = support::http::free_port();
+    let mut config = String::new();
+    for k in 0..KEYS {
+        config.push_str(&format!("[api.keys.k{k}]\ntoken_env = \"LOAD_KEY_{k}\"\n"));
+    }
+    let mut w = World::new(&config).await;
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    for k in 0..KEYS {
+        w.set_env(
+            &format!("LOAD_KEY_{k}"),
+            &format!("load-key-{k}-0123456789abcdef"),
+        );
+    }
+    w.llm.set_default(|req| {
+        Reply::text(format!(
+            "echo: {}",
+            req.last_user_text().unwrap_or_default()
+        ))
+    });
+    let daemon = w.start_logging("HTTP API listening").await;
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let http = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..KEYS * PER_KEY {
+        let (http, url) = (http.clone(), url.clone());
+        tasks.push(tokio::spawn(async move {
+            let key = format!("load-key-{}-0123456789abcdef", i % KEYS);
+            let said = format!("request {i} nonce {}", i * 7919);
+            let t = std::time::Instant::now();
+            let r = http
+                .post(&url)
+                .bearer_auth(key)
+                .json(
+                    &json!({"model": "hermes", "stream": true, "user": format!("load-{i}"),
+                              "messages": [{"role": "user", "content": said}]}),
+                )
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(r.status(), 200, "request {i}");
+            let body = r.text().await.expect("body");
+            (i, said, body, t.elapsed())
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        let (i, said, body, took) = task.await.unwrap();
+        let (text, done) = streamed_text(&body);
+        assert!(done, "request {i} ended with [DONE]: {body}");
+        assert!(
+            text.starts_with("echo: ") && text.ends_with(&said),
+            "request {i} got its own answer, not another's: {text:?}"
+        );
+        latencies.push(took);
+    }
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    println!(
+        "200 concurrent streams: all in {:?}, p50 {:?}, p99 {:?}, daemon RSS {} KiB",
+        started.elapsed(),
+        at(0.5),
+        at(0.99),
+        support::sandboxed::rss_kib(daemon.pid())
+    );
+}
