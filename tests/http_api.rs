@@ -1,7 +1,9 @@
 //! The OpenAI-compatible HTTP API through the real binary, driven by the official `openai`
 //! Python client (PyPI, `tests/api/openai_client.py`): a completion whole and streamed, the
 //! model list, a conversation kept by name across requests, a wrong key and an unknown model
-//! refused as OpenAI refuses them; a confirmation an API turn waits for, answered from outside.
+//! refused as OpenAI refuses them; the Responses API continuing a conversation by
+//! `previous_response_id`, whole and streamed, and reading a response again; a confirmation an
+//! API turn waits for, answered from outside; 200 concurrent streams, none mixed up.
 //!
 //! Needs `.ci/mcp-tools` (the venv holds `openai`); without it these tests fail saying so.
 
@@ -295,5 +297,71 @@ async fn two_hundred_concurrent_streams_each_get_their_own_answer() {
         at(0.5),
         at(0.99),
         support::sandboxed::rss_kib(daemon.pid())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_continue_a_conversation_held_here_whole_and_streamed() {
+    let (mut w, base) = world().await;
+    let _daemon = w.start_logging("HTTP API listening").await;
+    w.llm.push(Reply::text("Noted: the launch code is tulip."));
+    w.llm.set_default(|req| {
+        let seen = req.messages().iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("launch code is tulip"))
+        });
+        Reply::text(format!("Earlier answer in view: {seen}."))
+    });
+    let answers = openai(
+        &w,
+        &base,
+        KEY,
+        &[
+            json!({"do": "respond", "input": "remember: the launch code is tulip"}),
+            json!({"do": "respond", "input": "what was the code?", "previous_from": 0}),
+            json!({"do": "respond", "input": "and now?", "previous_from": 1, "stream": true}),
+            json!({"do": "retrieve", "id_from": 1}),
+            json!({"do": "respond", "input": "a fresh start"}),
+        ],
+    );
+    assert_eq!(
+        answers[0]["text"], "Noted: the launch code is tulip.",
+        "{}",
+        answers[0]
+    );
+    assert_eq!(answers[0]["status"], "completed");
+    assert_eq!(
+        answers[1]["text"], "Earlier answer in view: true.",
+        "previous_response_id continues the conversation: {}",
+        answers[1]
+    );
+    assert_eq!(
+        answers[2]["text"], "Earlier answer in view: true.",
+        "{}",
+        answers[2]
+    );
+    assert_eq!(
+        answers[2]["deltas"], answers[2]["text"],
+        "the deltas add up"
+    );
+    let kinds: Vec<&str> = answers[2]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(kinds.first(), Some(&"response.created"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"response.completed"), "{kinds:?}");
+    assert!(kinds.contains(&"response.output_text.delta"), "{kinds:?}");
+    assert_eq!(
+        answers[3]["id"], answers[1]["id"],
+        "retrieved: {}",
+        answers[3]
+    );
+    assert_eq!(answers[3]["text"], answers[1]["text"]);
+    assert_eq!(
+        answers[4]["text"], "Earlier answer in view: false.",
+        "without a previous response it is a new conversation"
     );
 }

@@ -4,10 +4,14 @@
 //! response. Each API key is one person (`api:<key name>`); a conversation is named by the
 //! request (`user`, `X-Hermes-Session`) or, without a name, is the request's own messages.
 //!
-//! `routes.rs` serves HTTP (keys, errors in OpenAI's shape), `wire.rs` holds the request and
-//! response bodies, `waiting.rs` pairs each conversation's waiting request with what the core
-//! sends it (streamed previews, the answer).
+//! `routes.rs` serves HTTP (keys, CORS, models), `completions.rs` and `responses.rs` the two
+//! APIs, `ask.rs` turns a request into an inbound message and waits for its answer,
+//! `waiting.rs` pairs each conversation's waiting request with what the core sends it (streamed
+//! previews, the answer), `wire.rs` holds the bodies and errors in OpenAI's shape.
 
+mod ask;
+mod completions;
+mod responses;
 mod routes;
 mod waiting;
 mod wire;
@@ -102,17 +106,17 @@ impl Adapter for ApiAdapter {
             max_body_bytes: self.settings.max_body_bytes,
             ..hermes_listener::Limits::default()
         };
-        let server = hermes_listener::serve(listener, app, limits, shutdown.clone(), "api");
-        let alive = async {
-            loop {
-                tokio::time::sleep(ALIVE_EVERY).await;
-                sink.heartbeat();
-            }
-        };
-        tokio::select! {
-            () = server => Ok(()),
-            () = alive => Ok(()),
-        }
+        hermes_listener::serve_alive(
+            listener,
+            app,
+            limits,
+            shutdown.clone(),
+            "api",
+            ALIVE_EVERY,
+            || sink.heartbeat(),
+        )
+        .await;
+        Ok(())
     }
 
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError> {

@@ -1,41 +1,31 @@
-//! The HTTP side: API keys (one person each), `GET /v1/models`, `POST /v1/chat/completions`
-//! whole or streamed (server-sent events ending in `[DONE]`), errors in OpenAI's shape.
+//! The HTTP side: API keys (one person each), CORS, `GET /v1/models`, and the routes of
+//! `completions.rs` and `responses.rs`; errors in OpenAI's shape.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::sse::{Event as Sse, KeepAlive};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hermes_adapter::{
-    Chat, ChatId, ChatKind, InboundSink, Message, Platform, Sender, Trigger, now_millis,
-};
-use serde_json::json;
-use tokio::sync::{OwnedMutexGuard, mpsc};
+use hermes_adapter::{InboundSink, now_millis};
 
-use crate::ApiSettings;
-use crate::waiting::{Event, Waiting};
-use crate::wire::{self, ApiError, ChatRequest};
-
-/// Longest conversation name (`user` or `X-Hermes-Session`).
-const MAX_NAME: usize = 128;
+use crate::waiting::Waiting;
+use crate::wire::{self, ApiError};
+use crate::{ApiSettings, completions, responses};
 
 #[derive(Clone)]
-struct Api {
-    settings: Arc<ApiSettings>,
-    waiting: Arc<Waiting>,
-    sink: Arc<dyn InboundSink>,
+pub(crate) struct Api {
+    pub settings: Arc<ApiSettings>,
+    pub waiting: Arc<Waiting>,
+    pub sink: Arc<dyn InboundSink>,
+    pub responses: Arc<responses::Kept>,
 }
 
 /// The key a request was made with (its name: the person).
 #[derive(Clone)]
-struct Caller(String);
+pub(crate) struct Caller(pub String);
 
 pub(crate) fn router(
     settings: Arc<ApiSettings>,
@@ -46,10 +36,13 @@ pub(crate) fn router(
         settings,
         waiting,
         sink,
+        responses: Arc::default(),
     };
     Router::new()
         .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/chat/completions", post(completions::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route("/v1/responses/{id}", get(responses::fetch))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             authorized,
@@ -135,7 +128,7 @@ async fn models(State(api): State<Api>) -> Response {
 }
 
 /// A random id (hex), for messages and completions.
-fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     let mut bytes = [0u8; 12];
     if getrandom::fill(&mut bytes).is_err() {
         bytes[..8].copy_from_slice(&now_millis().to_be_bytes());
@@ -143,280 +136,15 @@ fn random_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A conversation name as given, or why it is refused.
-fn conversation_name(headers: &HeaderMap, user: Option<&str>) -> Result<Option<String>, ApiError> {
-    let given = headers
-        .get("x-hermes-session")
-        .and_then(|v| v.to_str().ok())
-        .or(user)
-        .map(str::trim)
-        .filter(|n| !n.is_empty());
-    match given {
-        Some(n) if n.chars().count() > MAX_NAME || n.chars().any(char::is_control) => {
-            Err(ApiError::invalid(format!(
-                "a conversation name (user, X-Hermes-Session) is at most {MAX_NAME} printable characters"
-            )))
-        }
-        other => Ok(other.map(str::to_owned)),
+/// Refuse a model that is neither `hermes` nor a configured one, as OpenAI does.
+pub(crate) fn check_model(settings: &ApiSettings, model: &str) -> Result<(), ApiError> {
+    if model_names(settings).iter().any(|m| m == model) {
+        return Ok(());
     }
-}
-
-/// What the agent is told: the last user message, and for a conversation without a name (no
-/// history here) the request's earlier messages as its context.
-fn text_of(request: &ChatRequest, named: bool) -> Result<String, ApiError> {
-    let last = request
-        .messages
-        .last()
-        .filter(|m| m.role == "user")
-        .ok_or_else(|| ApiError::invalid("the last message must be the user's (role \"user\")"))?;
-    let said = last.text();
-    if said.trim().is_empty() {
-        return Err(ApiError::invalid("the last user message has no text"));
-    }
-    let earlier = &request.messages[..request.messages.len() - 1];
-    let instructions: Vec<String> = earlier
-        .iter()
-        .filter(|m| m.role == "system" || m.role == "developer")
-        .map(|m| m.text())
-        .filter(|t| !t.trim().is_empty())
-        .collect();
-    let mut text = String::new();
-    if !instructions.is_empty() {
-        text.push_str(&format!(
-            "[Instructions from the API caller]\n{}\n\n",
-            instructions.join("\n")
-        ));
-    }
-    let turns: Vec<String> = earlier
-        .iter()
-        .filter(|m| m.role == "user" || m.role == "assistant")
-        .map(|m| format!("{}: {}", m.role, m.text()))
-        .collect();
-    if !named && !turns.is_empty() {
-        text.push_str(&format!(
-            "[The conversation so far]\n{}\n\n[The new message]\n",
-            turns.join("\n")
-        ));
-    }
-    text.push_str(&said);
-    Ok(text)
-}
-
-async fn chat_completions(
-    State(api): State<Api>,
-    axum::Extension(Caller(key)): axum::Extension<Caller>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    match start(&api, &key, &headers, &body).await {
-        Ok(response) => response,
-        Err(e) => e.into_response(),
-    }
-}
-
-/// Stops listening to a conversation when the request ends, however it ends.
-struct Listening {
-    waiting: Arc<Waiting>,
-    chat: ChatId,
-    _turn: OwnedMutexGuard<()>,
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.waiting.forget(&self.chat);
-    }
-}
-
-async fn start(
-    api: &Api,
-    key: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    let request: ChatRequest = serde_json::from_slice(body).map_err(|e| {
-        ApiError::invalid(format!("the body is not a chat completion request: {e}"))
-    })?;
-    if !model_names(&api.settings).contains(&request.model) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            format!(
-                "The model `{}` does not exist here; GET /v1/models lists them (`hermes` is the default)",
-                request.model
-            ),
-        )
-        .code("model_not_found"));
-    }
-    let name = conversation_name(headers, request.user.as_deref())?;
-    let text = text_of(&request, name.is_some())?;
-    let conversation = name.clone().unwrap_or_else(|| format!("~{}", random_id()));
-    let chat = ChatId::from(format!("{key}:{conversation}"));
-    let timeout = api.settings.request_timeout;
-    let turn = tokio::time::timeout(timeout, api.waiting.turn_of(&chat).lock_owned())
-        .await
-        .map_err(|_| busy(timeout))?;
-    let events = api.waiting.listen(&chat);
-    let listening = Listening {
-        waiting: api.waiting.clone(),
-        chat: chat.clone(),
-        _turn: turn,
-    };
-    let message = Message {
-        platform: Platform::Api,
-        id: random_id().into(),
-        chat: Chat {
-            id: chat,
-            kind: ChatKind::Group,
-            title: name,
-        },
-        thread: None,
-        sender: Sender {
-            id: key.into(),
-            display_name: key.to_owned(),
-            handle: None,
-            is_bot: false,
-        },
-        text,
-        attachments: Vec::new(),
-        reply_to: None,
-        sent_at: now_millis(),
-        subject: None,
-        trigger: Trigger::Mention,
-    };
-    api.sink.deliver(message).await.map_err(|e| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "server_error",
-            e.to_string(),
-        )
-    })?;
-    let answer = Answer {
-        id: format!("chatcmpl-{}", random_id()),
-        created: now_millis() / 1000,
-        model: request.model.clone(),
-        deadline: tokio::time::Instant::now() + timeout,
-        events,
-        _listening: listening,
-    };
-    if request.stream {
-        let usage = request.stream_options.is_some_and(|o| o.include_usage);
-        Ok(stream(answer, usage))
-    } else {
-        whole(answer).await
-    }
-}
-
-fn busy(timeout: std::time::Duration) -> ApiError {
-    ApiError::new(
-        StatusCode::GATEWAY_TIMEOUT,
-        "timeout",
-        format!(
-            "no answer within {} s (api.request_timeout_secs)",
-            timeout.as_secs()
-        ),
+    Err(ApiError::new(
+        StatusCode::NOT_FOUND,
+        "invalid_request_error",
+        format!("The model `{model}` does not exist here; GET /v1/models lists them (`hermes` is the default)"),
     )
-}
-
-/// A request waiting for its answer.
-struct Answer {
-    id: String,
-    created: i64,
-    model: String,
-    deadline: tokio::time::Instant,
-    events: mpsc::UnboundedReceiver<Event>,
-    _listening: Listening,
-}
-
-impl Answer {
-    async fn next(&mut self) -> Option<Event> {
-        tokio::time::timeout_at(self.deadline, self.events.recv())
-            .await
-            .ok()
-            .flatten()
-    }
-}
-
-async fn whole(mut answer: Answer) -> Result<Response, ApiError> {
-    loop {
-        match answer.next().await {
-            Some(Event::Done { text, usage }) => {
-                let body =
-                    wire::completion(&answer.id, answer.created, &answer.model, &text, usage);
-                return Ok(axum::Json(body).into_response());
-            }
-            Some(_) => {}
-            None => {
-                let timeout = answer.deadline - tokio::time::Instant::now();
-                return Err(busy(answer.deadline.elapsed().max(timeout)));
-            }
-        }
-    }
-}
-
-/// The answer as `chat.completion.chunk` events, then `[DONE]`.
-fn stream(answer: Answer, include_usage: bool) -> Response {
-    let role = wire::chunk(
-        &answer.id,
-        answer.created,
-        &answer.model,
-        json!({"role": "assistant", "content": ""}),
-        None,
-    );
-    let queued = VecDeque::from([Sse::default().data(role.to_string())]);
-    let state = (answer, queued, false);
-    let events =
-        futures_util::stream::unfold(state, move |(mut a, mut queued, mut ended)| async move {
-            loop {
-                if let Some(e) = queued.pop_front() {
-                    return Some((Ok::<_, Infallible>(e), (a, queued, ended)));
-                }
-                if ended {
-                    return None;
-                }
-                let data = |v: serde_json::Value| Sse::default().data(v.to_string());
-                match a.next().await {
-                    Some(Event::Delta(text)) => {
-                        queued.push_back(data(wire::chunk(
-                            &a.id,
-                            a.created,
-                            &a.model,
-                            json!({"content": text}),
-                            None,
-                        )));
-                    }
-                    Some(Event::Note(text)) => {
-                        queued.push_back(Sse::default().event("hermes.note").data(text));
-                    }
-                    Some(Event::Done { usage, .. }) => {
-                        queued.push_back(data(wire::chunk(
-                            &a.id,
-                            a.created,
-                            &a.model,
-                            json!({}),
-                            Some("stop"),
-                        )));
-                        if include_usage {
-                            queued.push_back(data(wire::usage_chunk(
-                                &a.id, a.created, &a.model, usage,
-                            )));
-                        }
-                        queued.push_back(Sse::default().data("[DONE]"));
-                        ended = true;
-                    }
-                    None => {
-                        let e = ApiError::new(
-                            StatusCode::GATEWAY_TIMEOUT,
-                            "timeout",
-                            "no answer in time (api.request_timeout_secs)",
-                        );
-                        queued.push_back(data(e.body()));
-                        queued.push_back(Sse::default().data("[DONE]"));
-                        ended = true;
-                    }
-                }
-            }
-        });
-    axum::response::Sse::new(events)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    .code("model_not_found"))
 }

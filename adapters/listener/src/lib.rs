@@ -47,6 +47,29 @@ impl Default for Limits {
 /// How long a connection still gets to finish its answer at shutdown or at the end of its life.
 const FINISH: Duration = Duration::from_secs(2);
 
+/// [`serve`], calling `alive` every `every` meanwhile: an adapter's sign of life to the core,
+/// which restarts a listener that goes quiet.
+pub async fn serve_alive(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: CancellationToken,
+    name: &'static str,
+    every: Duration,
+    alive: impl Fn(),
+) {
+    let beat = async {
+        loop {
+            tokio::time::sleep(every).await;
+            alive();
+        }
+    };
+    tokio::select! {
+        () = serve(listener, app, limits, shutdown, name) => {}
+        () = beat => {}
+    }
+}
+
 /// Serve `app` on `listener` within `limits` until `shutdown`; connections still open then get
 /// a moment to finish. Returns only on shutdown (accept errors are logged and waited out).
 pub async fn serve(

@@ -70,23 +70,17 @@ pub(crate) async fn run(
     let app = Router::new().fallback(handle).with_state(state);
     // Slack's payloads are small and it waits 3 s for an answer; anyone holding connections
     // open or sending slowly is cut off (see hermes-listener).
-    let server = hermes_listener::serve(
+    hermes_listener::serve_alive(
         listener,
         app,
         hermes_listener::Limits::default(),
         shutdown.clone(),
         "slack-events",
-    );
-    let alive = async {
-        loop {
-            tokio::time::sleep(ALIVE_EVERY).await;
-            sink.heartbeat();
-        }
-    };
-    tokio::select! {
-        () = server => Ok(()),
-        _ = alive => Ok(()),
-    }
+        ALIVE_EVERY,
+        || sink.heartbeat(),
+    )
+    .await;
+    Ok(())
 }
 
 fn status(code: StatusCode, text: &'static str) -> Response {

@@ -1,0 +1,147 @@
+//! Asking the agent for one request: its conversation (a named one, or one of its own), one
+//! request per conversation at a time, the message delivered to the inbox like a chat's, and
+//! the events the core sends back until the answer or the timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use hermes_adapter::{Chat, ChatId, ChatKind, Message, Platform, Sender, Trigger, now_millis};
+use tokio::sync::{OwnedMutexGuard, mpsc};
+
+use crate::routes::{Api, random_id};
+use crate::waiting::{Event, Waiting};
+use crate::wire::ApiError;
+
+/// Longest conversation name (`user`, `X-Hermes-Session`, `conversation`).
+const MAX_NAME: usize = 128;
+
+/// A conversation name as given, or why it is refused.
+pub(crate) fn conversation_name(
+    headers: &HeaderMap,
+    user: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    let given = headers
+        .get("x-hermes-session")
+        .and_then(|v| v.to_str().ok())
+        .or(user)
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    match given {
+        Some(n) if n.chars().count() > MAX_NAME || n.chars().any(char::is_control) => {
+            Err(ApiError::invalid(format!(
+                "a conversation name (user, X-Hermes-Session) is at most {MAX_NAME} printable characters"
+            )))
+        }
+        other => Ok(other.map(str::to_owned)),
+    }
+}
+
+/// Check a conversation name given in the body (`conversation` of the Responses API).
+pub(crate) fn checked_name(name: &str) -> Result<String, ApiError> {
+    let mut headers = HeaderMap::new();
+    headers.remove("x-hermes-session");
+    conversation_name(&headers, Some(name))?
+        .ok_or_else(|| ApiError::invalid("the conversation name is empty"))
+}
+
+/// The chat of `key`'s conversation `name`, or of a new one of its own.
+pub(crate) fn chat_of(key: &str, name: Option<&str>) -> ChatId {
+    let conversation = name.map_or_else(|| format!("~{}", random_id()), str::to_owned);
+    ChatId::from(format!("{key}:{conversation}"))
+}
+
+/// Stops listening to a conversation when the request ends, however it ends.
+struct Listening {
+    waiting: Arc<Waiting>,
+    chat: ChatId,
+    _turn: OwnedMutexGuard<()>,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.waiting.forget(&self.chat);
+    }
+}
+
+/// A request waiting for its answer.
+pub(crate) struct Answer {
+    deadline: tokio::time::Instant,
+    events: mpsc::UnboundedReceiver<Event>,
+    _listening: Listening,
+}
+
+impl Answer {
+    /// The next event, `None` at the timeout.
+    pub async fn next(&mut self) -> Option<Event> {
+        tokio::time::timeout_at(self.deadline, self.events.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+}
+
+/// Say `text` as `key` in `chat` (named `title`), and listen for the answer.
+pub(crate) async fn ask(
+    api: &Api,
+    key: &str,
+    chat: ChatId,
+    title: Option<String>,
+    text: String,
+) -> Result<Answer, ApiError> {
+    let timeout = api.settings.request_timeout;
+    let turn = tokio::time::timeout(timeout, api.waiting.turn_of(&chat).lock_owned())
+        .await
+        .map_err(|_| busy(timeout))?;
+    let events = api.waiting.listen(&chat);
+    let listening = Listening {
+        waiting: api.waiting.clone(),
+        chat: chat.clone(),
+        _turn: turn,
+    };
+    let message = Message {
+        platform: Platform::Api,
+        id: random_id().into(),
+        chat: Chat {
+            id: chat.clone(),
+            kind: ChatKind::Group,
+            title,
+        },
+        thread: None,
+        sender: Sender {
+            id: key.into(),
+            display_name: key.to_owned(),
+            handle: None,
+            is_bot: false,
+        },
+        text,
+        attachments: Vec::new(),
+        reply_to: None,
+        sent_at: now_millis(),
+        subject: None,
+        trigger: Trigger::Mention,
+    };
+    api.sink.deliver(message).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            e.to_string(),
+        )
+    })?;
+    Ok(Answer {
+        deadline: tokio::time::Instant::now() + timeout,
+        events,
+        _listening: listening,
+    })
+}
+
+pub(crate) fn busy(timeout: Duration) -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "timeout",
+        format!(
+            "no answer within {} s (api.request_timeout_secs)",
+            timeout.as_secs()
+        ),
+    )
+}
