@@ -178,6 +178,7 @@ async fn a_confirmation_an_api_turn_waits_for_is_answered_from_outside() {
             cmd.output().expect("run the openai client")
         })
     };
+    // The MCP service sees it as the key's...
     let url = format!("{}/mcp", w.admin_url().await);
     let mut mcp = support::mcp::Client::http(&w, &url, MCP_TOKEN).await;
     let deadline = std::time::Instant::now() + support::WAIT;
@@ -195,11 +196,48 @@ async fn a_confirmation_an_api_turn_waits_for_is_answered_from_outside() {
     };
     assert_eq!(approval["platform"], "api");
     assert_eq!(approval["requester"], "default", "the key is the person");
-    mcp.ok(
-        "approval_answer",
-        json!({"id": approval["id"], "answer": "once"}),
-    )
-    .await;
+    // ... and the key answers it through the API's approvals endpoint.
+    let http = reqwest::Client::new();
+    let listed: Value = http
+        .get(format!("{base}/hermes/approvals"))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let prompt = &listed["data"][0];
+    assert_eq!(prompt["id"], approval["id"], "{listed}");
+    assert!(
+        prompt["text"]
+            .as_str()
+            .unwrap()
+            .contains("echo api-ok-$((40 + 2))"),
+        "{listed}"
+    );
+    let other = http
+        .post(format!(
+            "{base}/hermes/approvals/{}",
+            prompt["id"].as_str().unwrap()
+        ))
+        .bearer_auth("not-the-key-0123456789")
+        .json(&json!({"answer": "once"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 401);
+    let answered = http
+        .post(format!(
+            "{base}/hermes/approvals/{}",
+            prompt["id"].as_str().unwrap()
+        ))
+        .bearer_auth(KEY)
+        .json(&json!({"answer": "once"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200, "{:?}", answered.text().await);
     let out = asking.await.unwrap();
     let answer: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
@@ -364,4 +402,41 @@ async fn responses_continue_a_conversation_held_here_whole_and_streamed() {
         answers[4]["text"], "Earlier answer in view: false.",
         "without a previous response it is a new conversation"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_over_its_share_is_told_to_retry_and_nothing_is_lost() {
+    let port = support::http::free_port();
+    let mut w = World::new("[api]\nrequests_per_key = 1\n").await;
+    w.set_env("HERMES_API_KEY", KEY);
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    let gate = support::llm::Gate::new();
+    w.llm
+        .push(Reply::text("the first, when let through").after(gate.clone()));
+    let _daemon = w.start_logging("HTTP API listening").await;
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let http = reqwest::Client::new();
+    let ask = |conversation: &str| {
+        http.post(&url).bearer_auth(KEY).json(&json!({
+            "model": "hermes", "user": conversation,
+            "messages": [{"role": "user", "content": "hello"}]
+        }))
+    };
+    let first = tokio::spawn(ask("one").send());
+    w.llm.wait_requests(1, support::WAIT).await;
+    let second = ask("two").send().await.unwrap();
+    assert_eq!(second.status(), 429);
+    assert_eq!(second.headers()["retry-after"], "2");
+    let body: Value = second.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded", "{body}");
+    gate.open();
+    let first: Value = first.await.unwrap().unwrap().json().await.unwrap();
+    assert_eq!(
+        first["choices"][0]["message"]["content"],
+        "the first, when let through"
+    );
+    // Its share back, the key is served again.
+    w.llm.push(Reply::text("and the next"));
+    let again: Value = ask("two").send().await.unwrap().json().await.unwrap();
+    assert_eq!(again["choices"][0]["message"]["content"], "and the next");
 }

@@ -64,11 +64,50 @@ impl Drop for Listening {
     }
 }
 
+/// One of a key's requests in flight, counted until it ends.
+struct InFlight {
+    counts: Arc<dashmap::DashMap<String, usize>>,
+    key: String,
+}
+
+impl InFlight {
+    /// Count one more request of `key`, unless it has `max` already.
+    fn enter(api: &Api, key: &str) -> Result<InFlight, ApiError> {
+        let mut n = api.in_flight.entry(key.to_owned()).or_insert(0);
+        if *n >= api.settings.requests_per_key {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_exceeded",
+                format!(
+                    "this key has {} requests waiting already (api.requests_per_key); try again when one is answered",
+                    *n
+                ),
+            )
+            .code("rate_limit_exceeded")
+            .retry_after(2));
+        }
+        *n += 1;
+        Ok(InFlight {
+            counts: api.in_flight.clone(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(mut n) = self.counts.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
 /// A request waiting for its answer.
 pub(crate) struct Answer {
     deadline: tokio::time::Instant,
     events: mpsc::UnboundedReceiver<Event>,
     _listening: Listening,
+    _counted: InFlight,
 }
 
 impl Answer {
@@ -89,6 +128,7 @@ pub(crate) async fn ask(
     title: Option<String>,
     text: String,
 ) -> Result<Answer, ApiError> {
+    let counted = InFlight::enter(api, key)?;
     let timeout = api.settings.request_timeout;
     let turn = tokio::time::timeout(timeout, api.waiting.turn_of(&chat).lock_owned())
         .await
@@ -121,17 +161,23 @@ pub(crate) async fn ask(
         subject: None,
         trigger: Trigger::Mention,
     };
-    api.sink.deliver(message).await.map_err(|e| {
+    deliver(api, message).await?;
+    Ok(Answer {
+        deadline: tokio::time::Instant::now() + timeout,
+        events,
+        _listening: listening,
+        _counted: counted,
+    })
+}
+
+/// Hand `message` to the inbox.
+pub(crate) async fn deliver(api: &Api, message: Message) -> Result<(), ApiError> {
+    api.sink.deliver(message).await.map(drop).map_err(|e| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "server_error",
             e.to_string(),
         )
-    })?;
-    Ok(Answer {
-        deadline: tokio::time::Instant::now() + timeout,
-        events,
-        _listening: listening,
     })
 }
 

@@ -9,6 +9,7 @@
 //! `waiting.rs` pairs each conversation's waiting request with what the core sends it (streamed
 //! previews, the answer), `wire.rs` holds the bodies and errors in OpenAI's shape.
 
+mod approvals;
 mod ask;
 mod completions;
 mod responses;
@@ -47,6 +48,8 @@ pub struct ApiSettings {
     pub max_body_bytes: usize,
     /// Browser origins allowed to call it (CORS); none: no CORS headers at all.
     pub cors_origins: Vec<String>,
+    /// Requests one key may have waiting at once; more get 429 with `Retry-After`.
+    pub requests_per_key: usize,
 }
 
 /// The API adapter.
@@ -77,7 +80,8 @@ impl Adapter for ApiAdapter {
             length_unit: LengthUnit::Chars,
             edit: true,
             typing: false,
-            buttons: false,
+            // Buttons become prompts the key answers (`/v1/hermes/approvals`).
+            buttons: true,
             threads: false,
             attachments: false,
             // Previews are deltas on the response, not posted messages.

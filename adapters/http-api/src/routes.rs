@@ -13,7 +13,7 @@ use hermes_adapter::{InboundSink, now_millis};
 
 use crate::waiting::Waiting;
 use crate::wire::{self, ApiError};
-use crate::{ApiSettings, completions, responses};
+use crate::{ApiSettings, approvals, completions, responses};
 
 #[derive(Clone)]
 pub(crate) struct Api {
@@ -21,6 +21,8 @@ pub(crate) struct Api {
     pub waiting: Arc<Waiting>,
     pub sink: Arc<dyn InboundSink>,
     pub responses: Arc<responses::Kept>,
+    /// Requests waiting, per key (the fair share at the door).
+    pub in_flight: Arc<dashmap::DashMap<String, usize>>,
 }
 
 /// The key a request was made with (its name: the person).
@@ -37,12 +39,15 @@ pub(crate) fn router(
         waiting,
         sink,
         responses: Arc::default(),
+        in_flight: Arc::default(),
     };
     Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(completions::chat_completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(responses::fetch))
+        .route("/v1/hermes/approvals", get(approvals::list))
+        .route("/v1/hermes/approvals/{id}", post(approvals::answer))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             authorized,

@@ -2,13 +2,14 @@
 //! a conversation while its request waits becomes that request's events. A preview (streamed
 //! text, sent and edited directly) becomes deltas; the answer (an outbox row keyed as one, see
 //! [`hermes_adapter::keys`]) ends the request; anything else (a confirmation being asked, a
-//! note) is a note.
+//! note) is a note. A message with buttons (a confirmation, a question with choices) is also
+//! kept as a prompt its key can answer (`/v1/hermes/approvals`) until it is settled.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dashmap::DashMap;
-use hermes_adapter::{ChatId, Outbound, SentId, TokenUsage, keys};
+use hermes_adapter::{Button, ChatId, Outbound, SentId, TokenUsage, keys};
 use tokio::sync::{Mutex, mpsc};
 
 /// What a waiting request hears.
@@ -35,10 +36,22 @@ struct Waiter {
     answer: String,
 }
 
+/// Something the agent asked with buttons, waiting for the key's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Prompt {
+    /// The wait's id (from the buttons' data, `<kind>:<id>:<choice>`).
+    pub id: String,
+    pub chat: ChatId,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    sent: SentId,
+}
+
 /// The waiting requests, by conversation.
 #[derive(Default)]
 pub(crate) struct Waiting {
     waiters: DashMap<ChatId, Waiter>,
+    prompts: DashMap<String, Prompt>,
     turns: DashMap<ChatId, Arc<Mutex<()>>>,
     next_id: AtomicU64,
 }
@@ -65,9 +78,12 @@ impl Waiting {
         rx
     }
 
-    /// Stop listening (answered, timed out, or the client went away).
+    /// Stop listening (answered, timed out, or the client went away). A question asked in the
+    /// conversation goes with it (a confirmation stays until the core settles it).
     pub fn forget(&self, chat: &ChatId) {
         self.waiters.remove(chat);
+        self.prompts
+            .retain(|_, p| &p.chat != chat || !p.buttons.iter().any(|b| b.data.starts_with("cl:")));
     }
 
     fn new_id(&self) -> SentId {
@@ -77,9 +93,58 @@ impl Waiting {
         ))
     }
 
+    /// The prompts waiting in the conversations of `key`, oldest first.
+    pub fn prompts_of(&self, key: &str) -> Vec<Prompt> {
+        let mine = format!("{key}:");
+        let mut out: Vec<Prompt> = self
+            .prompts
+            .iter()
+            .filter(|p| p.chat.as_str().starts_with(&mine))
+            .map(|p| p.clone())
+            .collect();
+        out.sort_by(|a, b| {
+            a.sent
+                .0
+                .len()
+                .cmp(&b.sent.0.len())
+                .then(a.sent.0.cmp(&b.sent.0))
+        });
+        out
+    }
+
+    /// Take prompt `id` of `key` to answer it.
+    pub fn take_prompt(&self, key: &str, id: &str) -> Option<Prompt> {
+        let mine = format!("{key}:");
+        self.prompts
+            .remove_if(id, |_, p| p.chat.as_str().starts_with(&mine))
+            .map(|(_, p)| p)
+    }
+
+    /// Put back a prompt taken by mistake (an answer that was not one of its choices).
+    pub fn restore_prompt(&self, prompt: Prompt) {
+        self.prompts.insert(prompt.id.clone(), prompt);
+    }
+
     /// Something the core sends to a conversation.
     pub fn send(&self, out: &Outbound) -> SentId {
         let id = self.new_id();
+        let buttons: Vec<Button> = out.buttons.iter().flatten().cloned().collect();
+        if let Some(wait) = buttons
+            .first()
+            .and_then(|b| b.data.split(':').nth(1))
+            .map(str::to_owned)
+        {
+            self.prompts.insert(
+                wait.clone(),
+                Prompt {
+                    id: wait,
+                    chat: out.chat.clone(),
+                    text: out.text.clone(),
+                    buttons,
+                    sent: id.clone(),
+                },
+            );
+        }
         let mut done = false;
         if let Some(mut w) = self.waiters.get_mut(&out.chat) {
             if out.idempotency_key.is_empty() {
@@ -128,8 +193,9 @@ impl Waiting {
         id
     }
 
-    /// A preview's new text: what it adds is streamed.
+    /// A preview's new text: what it adds is streamed. (An edit of a prompt settles it.)
     pub fn edit(&self, chat: &ChatId, id: &SentId, text: &str) {
+        self.prompts.retain(|_, p| &p.sent != id);
         let Some(mut w) = self.waiters.get_mut(chat) else {
             return;
         };

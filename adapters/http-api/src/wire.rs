@@ -56,6 +56,8 @@ pub(crate) struct ApiError {
     pub message: String,
     pub kind: &'static str,
     pub code: Option<&'static str>,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -65,7 +67,13 @@ impl ApiError {
             message: message.into(),
             kind,
             code: None,
+            retry_after: None,
         }
+    }
+
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     pub fn code(mut self, code: &'static str) -> Self {
@@ -84,7 +92,13 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body())).into_response()
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 

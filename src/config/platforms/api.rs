@@ -28,6 +28,8 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// Browser origins allowed to call the API (CORS); none: no cross-origin calls.
     pub cors_origins: Vec<String>,
+    /// Requests one key may have waiting at once; more are refused with 429 and `Retry-After`.
+    pub requests_per_key: usize,
 }
 
 /// `[api.keys.<name>]`.
@@ -52,6 +54,7 @@ impl Default for ApiConfig {
             request_timeout_secs: 600,
             max_body_bytes: 4 << 20,
             cors_origins: Vec::new(),
+            requests_per_key: 32,
         }
     }
 }
@@ -128,6 +131,9 @@ impl PlatformSection for ApiConfig {
         if self.request_timeout_secs == 0 {
             return bad("api.request_timeout_secs", "must be at least 1".into());
         }
+        if self.requests_per_key == 0 {
+            return bad("api.requests_per_key", "must be at least 1".into());
+        }
         if self.max_body_bytes < 1024 {
             return bad("api.max_body_bytes", "must be at least 1024".into());
         }
@@ -195,6 +201,7 @@ impl PlatformSection for ApiConfig {
                     request_timeout: std::time::Duration::from_secs(self.request_timeout_secs),
                     max_body_bytes: self.max_body_bytes,
                     cors_origins: self.cors_origins.clone(),
+                    requests_per_key: self.requests_per_key,
                 },
             )))
         }
