@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ask::deliver;
-use crate::routes::{Api, Caller, random_id};
+use crate::state::{Api, Caller, random_id};
 use crate::wire::ApiError;
 
 #[derive(Debug, Deserialize)]

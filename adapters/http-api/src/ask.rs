@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use hermes_adapter::{Chat, ChatId, ChatKind, Message, Platform, Sender, Trigger, now_millis};
 use tokio::sync::{OwnedMutexGuard, mpsc};
 
-use crate::routes::{Api, random_id};
+use crate::state::{Api, random_id};
 use crate::waiting::{Event, Waiting};
 use crate::wire::ApiError;
 

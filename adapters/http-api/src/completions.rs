@@ -13,7 +13,7 @@ use hermes_adapter::now_millis;
 use serde_json::json;
 
 use crate::ask::{Answer, ask, busy, chat_of, conversation_name};
-use crate::routes::{Api, Caller, check_model, random_id};
+use crate::state::{Api, Caller, check_model, random_id};
 use crate::waiting::Event;
 use crate::wire::{self, ApiError, ChatRequest};
 

@@ -12,8 +12,10 @@
 mod approvals;
 mod ask;
 mod completions;
+mod kept;
 mod responses;
 mod routes;
+mod state;
 mod waiting;
 mod wire;
 

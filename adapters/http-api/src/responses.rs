@@ -5,11 +5,10 @@
 //! A response id carries its conversation (`resp_<hex of the chat>_<random>`), so a
 //! `previous_response_id` continues it across restarts; it continues the conversation where it
 //! is now (not a branch from that response). The responses themselves are kept in memory for
-//! `GET` (the last [`KEEP`], for the daemon's life).
+//! `GET` (the last [`crate::kept::KEEP`], for the daemon's life).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Mutex;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -21,12 +20,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::ask::{Answer, ask, busy, chat_of, checked_name};
-use crate::routes::{Api, Caller, check_model, random_id};
+use crate::state::{Api, Caller, check_model, random_id};
 use crate::waiting::Event;
 use crate::wire::ApiError;
-
-/// Responses kept for `GET /v1/responses/{id}`.
-pub(crate) const KEEP: usize = 1000;
 
 #[derive(Debug, Deserialize)]
 struct CreateRequest {
@@ -41,40 +37,6 @@ struct CreateRequest {
     conversation: Option<Value>,
     #[serde(default)]
     stream: bool,
-}
-
-/// Response id → (the key that made it, the response).
-type ById = HashMap<String, (String, Value)>;
-
-/// The responses kept, by id, with the key that made each, and their order (oldest first).
-#[derive(Default)]
-pub(crate) struct Kept {
-    inner: Mutex<(ById, VecDeque<String>)>,
-}
-
-impl Kept {
-    fn keep(&self, key: &str, response: &Value) {
-        let Some(id) = response["id"].as_str() else {
-            return;
-        };
-        if let Ok(mut g) = self.inner.lock() {
-            let (by_id, order) = &mut *g;
-            by_id.insert(id.to_owned(), (key.to_owned(), response.clone()));
-            order.push_back(id.to_owned());
-            while order.len() > KEEP {
-                if let Some(old) = order.pop_front() {
-                    by_id.remove(&old);
-                }
-            }
-        }
-    }
-
-    fn get(&self, key: &str, id: &str) -> Option<Value> {
-        let g = self.inner.lock().ok()?;
-        g.0.get(id)
-            .filter(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-    }
 }
 
 fn hex(s: &str) -> String {

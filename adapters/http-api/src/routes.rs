@@ -9,25 +9,12 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hermes_adapter::{InboundSink, now_millis};
+use hermes_adapter::InboundSink;
 
+use crate::state::{Api, Caller, model_names};
 use crate::waiting::Waiting;
 use crate::wire::{self, ApiError};
 use crate::{ApiSettings, approvals, completions, responses};
-
-#[derive(Clone)]
-pub(crate) struct Api {
-    pub settings: Arc<ApiSettings>,
-    pub waiting: Arc<Waiting>,
-    pub sink: Arc<dyn InboundSink>,
-    pub responses: Arc<responses::Kept>,
-    /// Requests waiting, per key (the fair share at the door).
-    pub in_flight: Arc<dashmap::DashMap<String, usize>>,
-}
-
-/// The key a request was made with (its name: the person).
-#[derive(Clone)]
-pub(crate) struct Caller(pub String);
 
 pub(crate) fn router(
     settings: Arc<ApiSettings>,
@@ -117,39 +104,6 @@ async fn cors(State(api): State<Api>, request: Request, next: Next) -> Response 
     response
 }
 
-/// The configured models and `hermes` (the default).
-fn model_names(settings: &ApiSettings) -> Vec<String> {
-    let mut names = vec!["hermes".to_owned()];
-    for m in &settings.models {
-        if !names.contains(m) {
-            names.push(m.clone());
-        }
-    }
-    names
-}
-
 async fn models(State(api): State<Api>) -> Response {
     axum::Json(wire::models(&model_names(&api.settings))).into_response()
-}
-
-/// A random id (hex), for messages and completions.
-pub(crate) fn random_id() -> String {
-    let mut bytes = [0u8; 12];
-    if getrandom::fill(&mut bytes).is_err() {
-        bytes[..8].copy_from_slice(&now_millis().to_be_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Refuse a model that is neither `hermes` nor a configured one, as OpenAI does.
-pub(crate) fn check_model(settings: &ApiSettings, model: &str) -> Result<(), ApiError> {
-    if model_names(settings).iter().any(|m| m == model) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        StatusCode::NOT_FOUND,
-        "invalid_request_error",
-        format!("The model `{model}` does not exist here; GET /v1/models lists them (`hermes` is the default)"),
-    )
-    .code("model_not_found"))
 }
