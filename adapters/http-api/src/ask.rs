@@ -37,6 +37,32 @@ pub(crate) fn conversation_name(
     }
 }
 
+/// The text the agent is told: the caller's instructions, for a conversation not held here the
+/// earlier `(role, text)` turns as its context, then what was said.
+pub(crate) fn compose(
+    instructions: &[String],
+    earlier: &[(String, String)],
+    with_context: bool,
+    said: &str,
+) -> String {
+    let mut text = String::new();
+    if !instructions.is_empty() {
+        text.push_str(&format!(
+            "[Instructions from the API caller]\n{}\n\n",
+            instructions.join("\n")
+        ));
+    }
+    if with_context && !earlier.is_empty() {
+        let turns: Vec<String> = earlier.iter().map(|(r, t)| format!("{r}: {t}")).collect();
+        text.push_str(&format!(
+            "[The conversation so far]\n{}\n\n[The new message]\n",
+            turns.join("\n")
+        ));
+    }
+    text.push_str(said);
+    text
+}
+
 /// Check a conversation name given in the body (`conversation` of the Responses API).
 pub(crate) fn checked_name(name: &str) -> Result<String, ApiError> {
     let mut headers = HeaderMap::new();

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use hermes_adapter::now_millis;
 use serde_json::json;
 
-use crate::ask::{Answer, ask, busy, chat_of, conversation_name};
+use crate::ask::{Answer, ask, busy, chat_of, compose, conversation_name};
 use crate::state::{Api, Caller, check_model, random_id};
 use crate::waiting::Event;
 use crate::wire::{self, ApiError, ChatRequest};
@@ -36,26 +36,12 @@ fn text_of(request: &ChatRequest, named: bool) -> Result<String, ApiError> {
         .map(|m| m.text())
         .filter(|t| !t.trim().is_empty())
         .collect();
-    let mut text = String::new();
-    if !instructions.is_empty() {
-        text.push_str(&format!(
-            "[Instructions from the API caller]\n{}\n\n",
-            instructions.join("\n")
-        ));
-    }
-    let turns: Vec<String> = earlier
+    let turns: Vec<(String, String)> = earlier
         .iter()
         .filter(|m| m.role == "user" || m.role == "assistant")
-        .map(|m| format!("{}: {}", m.role, m.text()))
+        .map(|m| (m.role.clone(), m.text()))
         .collect();
-    if !named && !turns.is_empty() {
-        text.push_str(&format!(
-            "[The conversation so far]\n{}\n\n[The new message]\n",
-            turns.join("\n")
-        ));
-    }
-    text.push_str(&said);
-    Ok(text)
+    Ok(compose(&instructions, &turns, !named, &said))
 }
 
 pub(crate) async fn chat_completions(

@@ -19,7 +19,7 @@ use hermes_adapter::{ChatId, TokenUsage, now_millis};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::ask::{Answer, ask, busy, chat_of, checked_name};
+use crate::ask::{Answer, ask, busy, chat_of, checked_name, compose};
 use crate::state::{Api, Caller, check_model, random_id};
 use crate::waiting::Event;
 use crate::wire::ApiError;
@@ -109,27 +109,18 @@ fn text_of(request: &CreateRequest, continued: bool) -> Result<String, ApiError>
     if said.trim().is_empty() {
         return Err(ApiError::invalid("the input has no text"));
     }
-    let mut text = String::new();
-    if let Some(i) = request
+    let instructions: Vec<String> = request
         .instructions
-        .as_deref()
+        .iter()
         .filter(|i| !i.trim().is_empty())
-    {
-        text.push_str(&format!("[Instructions from the API caller]\n{i}\n\n"));
-    }
-    let turns: Vec<String> = earlier
+        .cloned()
+        .collect();
+    let turns: Vec<(String, String)> = earlier
         .iter()
         .filter(|i| i["role"] == "user" || i["role"] == "assistant")
-        .map(|i| format!("{}: {}", i["role"].as_str().unwrap_or(""), item_text(i)))
+        .map(|i| (i["role"].as_str().unwrap_or("").to_owned(), item_text(i)))
         .collect();
-    if !continued && !turns.is_empty() {
-        text.push_str(&format!(
-            "[The conversation so far]\n{}\n\n[The new message]\n",
-            turns.join("\n")
-        ));
-    }
-    text.push_str(&said);
-    Ok(text)
+    Ok(compose(&instructions, &turns, !continued, &said))
 }
 
 /// What a response says of itself.
