@@ -20,6 +20,7 @@
 
 mod adapters;
 mod cron;
+mod dashboard;
 mod intake;
 mod lanes;
 mod mcp_serve;
@@ -203,7 +204,10 @@ impl Gateway {
             tasks.spawn(cron::scheduler::run(shared.clone()));
         }
         tasks.spawn(ops::maintenance::run(shared.clone()));
-        let admin = ops::admin::start(shared.clone()).await;
+        let admin = ops::admin::start(shared.clone(), |stop| {
+            mcp_serve::route(shared.clone(), stop).merge(dashboard::routes())
+        })
+        .await;
         let pump_stop = CancellationToken::new();
         let pump = tokio::spawn(outbound::pump::run(shared.clone(), pump_stop.clone()));
         let watchdog = tokio::spawn(ops::notify::watchdog(shared.clone()));

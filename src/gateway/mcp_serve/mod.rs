@@ -70,6 +70,13 @@ pub(crate) fn http(
     )
 }
 
+/// `/mcp`: the MCP service, behind its own token (`mcp.serve.token`), not the admin one.
+pub(crate) fn route(shared: Arc<Shared>, stop: CancellationToken) -> axum::Router<Arc<Shared>> {
+    axum::Router::new()
+        .route_service("/mcp", http(shared.clone(), stop))
+        .layer(axum::middleware::from_fn_with_state(shared, authorized))
+}
+
 /// Let a request through to `/mcp` when it carries `mcp.serve.token` (read at each request, so
 /// a reload changes it); without a token the service is off.
 pub(crate) async fn authorized(

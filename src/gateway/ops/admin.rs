@@ -6,7 +6,9 @@
 //!   with the reason per adapter;
 //! - `GET /metrics`: Prometheus (OpenMetrics text);
 //! - `GET /status`: the [`StatusReport`](crate::gateway::StatusReport) as JSON, read by `hermes status`;
-//! - `/mcp`: the MCP service (`gateway/mcp_serve`), behind `mcp.serve.token` instead.
+//! - and what the gateway adds (its caller composes them): `/mcp`, the MCP service
+//!   (`gateway/mcp_serve`), behind `mcp.serve.token` instead; the dashboard
+//!   (`gateway/dashboard`) at `/`, behind its own sign-in.
 //!
 //! The bound address is written to `$HERMES_HOME/admin.addr` (useful with port 0).
 
@@ -22,7 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::status;
 use crate::gateway::Shared;
-use crate::gateway::mcp_serve;
 use crate::metrics::metrics;
 
 /// The running endpoint.
@@ -47,7 +48,10 @@ pub fn addr_file(home: &std::path::Path) -> std::path::PathBuf {
 
 /// Start the endpoint if enabled. A failure to bind is logged, not fatal: the daemon's job is
 /// answering messages.
-pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
+pub(crate) async fn start(
+    shared: Arc<Shared>,
+    more: impl FnOnce(CancellationToken) -> Router<Arc<Shared>>,
+) -> Option<Admin> {
     let config = shared.config();
     if !config.admin.enabled {
         return None;
@@ -71,7 +75,7 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
     if let Err(e) = std::fs::write(&addr_file, format!("{bound}\n")) {
         tracing::warn!(error = %e, "cannot write {}", addr_file.display());
     }
-    tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status /mcp)");
+    tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status /mcp, dashboard at /)");
     let stop = CancellationToken::new();
     let app = Router::new()
         .route("/readyz", get(readyz))
@@ -79,7 +83,7 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
         .route("/status", get(status_json))
         .route_layer(axum::middleware::from_fn_with_state(token, authorized))
         .route("/healthz", get(healthz))
-        .merge(mcp_route(shared.clone(), stop.child_token()))
+        .merge(more(stop.child_token()))
         .with_state(shared);
     let limits = hermes_listener::Limits {
         max_connections: 16,
@@ -97,16 +101,6 @@ pub(crate) async fn start(shared: Arc<Shared>) -> Option<Admin> {
         task,
         addr_file,
     })
-}
-
-/// `/mcp`: the MCP service, behind its own token (`mcp.serve.token`), not the admin one.
-fn mcp_route(shared: Arc<Shared>, stop: CancellationToken) -> Router<Arc<Shared>> {
-    Router::new()
-        .route_service("/mcp", mcp_serve::http(shared.clone(), stop))
-        .layer(axum::middleware::from_fn_with_state(
-            shared,
-            mcp_serve::authorized,
-        ))
 }
 
 /// Let a request through when no token is configured or it carries the token.

@@ -1,0 +1,183 @@
+//! The dashboard through the real binary, spoken to as a browser does (forms, cookies,
+//! redirects): nothing without signing in, a wrong key refused with no page data, the operator
+//! sees the Telegram adapter connected to the fake, reads a conversation held through it,
+//! answers a terminal confirmation from the page (not without the form's CSRF token) and the
+//! chat gets the answer; the overview's live events; signing out ends the session.
+
+mod support;
+
+use reqwest::header::{CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
+use reqwest::redirect::Policy;
+use serde_json::json;
+use support::daemon::{ALICE, World};
+use support::llm::Reply;
+use support::{WAIT, wait_for};
+
+const ADMIN: &str = "admin-test-token-0123456789";
+
+/// The text between `before` and the next `after` in `page`.
+fn between<'a>(page: &'a str, before: &str, after: &str) -> &'a str {
+    let start = page
+        .find(before)
+        .unwrap_or_else(|| panic!("no {before:?} in {page}"))
+        + before.len();
+    let end = page[start..].find(after).map_or(page.len(), |e| start + e);
+    &page[start..end]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_signs_in_reads_a_conversation_and_answers_a_confirmation() {
+    let mut w = World::new("").await;
+    w.set_env("HERMES_ADMIN_TOKEN", ADMIN);
+    w.llm.echo_tool_results();
+    let _daemon = w.start().await;
+    w.llm.push(Reply::text("Hello Alice, nice to meet you."));
+    w.tg.private_text(ALICE, "Alice", "hi, I am <Alice>");
+    w.tg.wait_sent(1, WAIT).await;
+    let base = w.admin_url().await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let form = |path: &str, body: String, cookie: Option<&str>| {
+        let mut r = http
+            .post(format!("{base}{path}"))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body);
+        if let Some(c) = cookie {
+            r = r.header(COOKIE, c);
+        }
+        r.send()
+    };
+
+    // Not signed in: sent to the sign-in page, no data.
+    for path in ["/", "/conversations", "/approvals"] {
+        let r = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), 303, "{path}");
+        assert_eq!(r.headers()[LOCATION], "/login");
+    }
+    let refused = form("/login", "key=wrong-key-0123456789".into(), None)
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let page = refused.text().await.unwrap();
+    assert!(page.contains("not one that opens the dashboard"), "{page}");
+    assert!(!page.contains("telegram"), "no page data: {page}");
+
+    // Signed in with the admin token: an HttpOnly, SameSite=Strict session cookie.
+    let signed = form("/login", format!("key={ADMIN}"), None).await.unwrap();
+    assert_eq!(signed.status(), 303);
+    let set = signed.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let get = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .header(COOKIE, cookie.as_str())
+            .send()
+    };
+    let overview = get("/").await.unwrap().text().await.unwrap();
+    assert!(
+        overview.contains("<td>telegram</td><td>connected</td>"),
+        "{overview}"
+    );
+
+    let list = get("/conversations").await.unwrap().text().await.unwrap();
+    let link = between(&list, "<a href=\"/conversations/", "\"").to_owned();
+    assert!(list.contains(&format!("telegram:{ALICE}")), "{list}");
+    let transcript = get(&format!("/conversations/{link}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        transcript.contains("hi, I am &lt;Alice&gt;")
+            && transcript.contains("Hello Alice, nice to meet you."),
+        "escaped, both sides: {transcript}"
+    );
+    let found = get("/conversations?q=nice+to+meet")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(found.contains(&format!("/conversations/{link}")), "{found}");
+
+    // A confirmation, answered from the page.
+    w.llm.push(Reply::tool_call(
+        "terminal",
+        json!({"command": "echo dash-ok-$((40 + 2))"}),
+    ));
+    w.tg.private_text(ALICE, "Alice", "run the check");
+    let asked = w.tg.wait_sent(2, WAIT).await.remove(1);
+    assert!(asked.visible_text.contains("Permission needed: terminal"));
+    let approvals = get("/approvals").await.unwrap().text().await.unwrap();
+    assert!(
+        approvals.contains("echo dash-ok-$((40 + 2))"),
+        "the exact call: {approvals}"
+    );
+    let action = between(
+        &approvals,
+        "<form method=\"post\" action=\"/approvals/",
+        "\"",
+    )
+    .to_owned();
+    let csrf = between(&approvals, "name=\"csrf\" value=\"", "\"").to_owned();
+    let forged = form(
+        &format!("/approvals/{action}"),
+        "answer=once".into(),
+        Some(&cookie),
+    )
+    .await
+    .unwrap();
+    assert_eq!(forged.status(), 403, "no CSRF token, no answer");
+    let answered = form(
+        &format!("/approvals/{action}"),
+        format!("answer=once&csrf={csrf}"),
+        Some(&cookie),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answered.status(), 303);
+    wait_for(
+        WAIT,
+        "the confirmed command's output in the chat",
+        || {
+            w.tg.sent()
+                .iter()
+                .any(|m| m.visible_text.contains("dash-ok-42"))
+                .then_some(())
+        },
+        || format!("{:?}", w.tg.sent()),
+    )
+    .await;
+    let after = get("/approvals").await.unwrap().text().await.unwrap();
+    assert!(after.contains("Nothing is waiting"), "{after}");
+
+    // The overview is live: its events carry the same view.
+    let mut events = get("/events").await.unwrap();
+    let first = tokio::time::timeout(WAIT, events.chunk())
+        .await
+        .expect("an event in time")
+        .unwrap()
+        .unwrap_or_default();
+    let first = String::from_utf8_lossy(&first);
+    assert!(
+        first.starts_with("data:") && first.contains("telegram"),
+        "{first}"
+    );
+
+    // Signing out ends the session.
+    let out = form("/logout", format!("csrf={csrf}"), Some(&cookie))
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 303);
+    assert_eq!(
+        get("/").await.unwrap().status(),
+        303,
+        "the old cookie is dead"
+    );
+}
