@@ -181,3 +181,85 @@ async fn the_operator_signs_in_reads_a_conversation_and_answers_a_confirmation()
         "the old cookie is dead"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_jobs_are_paused_resumed_and_run_from_the_page() {
+    let mut w = World::new("").await;
+    w.set_env("HERMES_ADMIN_TOKEN", ADMIN);
+    let (code, _, err) = w.run(&[
+        "cron",
+        "add",
+        "--schedule",
+        "every 1d",
+        "--prompt",
+        "write the digest",
+        "--name",
+        "digest",
+    ]);
+    assert!(code.success(), "{err}");
+    w.llm.set_default(|_| Reply::text("Digest: all quiet."));
+    let _daemon = w.start().await;
+    let base = w.admin_url().await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let signed = http
+        .post(format!("{base}/login"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("key={ADMIN}"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = || async {
+        http.get(format!("{base}/jobs"))
+            .header(COOKIE, cookie.as_str())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let jobs = page().await;
+    assert!(
+        jobs.contains("digest") && jobs.contains("every 1d") && jobs.contains("Pause"),
+        "{jobs}"
+    );
+    let action = between(&jobs, "<form method=\"post\" action=\"/jobs/", "\"").to_owned();
+    let csrf = between(&jobs, "name=\"csrf\" value=\"", "\"").to_owned();
+    let post = |what: &str| {
+        http.post(format!("{base}/jobs/{action}"))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(COOKIE, cookie.as_str())
+            .body(format!("do={what}&csrf={csrf}"))
+            .send()
+    };
+    assert_eq!(post("pause").await.unwrap().status(), 303);
+    let paused = page().await;
+    assert!(
+        paused.contains("paused") && paused.contains("Resume"),
+        "{paused}"
+    );
+    assert_eq!(post("resume").await.unwrap().status(), 303);
+    assert!(page().await.contains("Pause"));
+    // Run now: the scheduler starts it within seconds and the run is listed.
+    assert_eq!(post("run").await.unwrap().status(), 303);
+    let mut last = String::new();
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < deadline {
+        last = page().await;
+        if last.contains("Digest: all quiet.") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("the run never showed: {last}\n{}", w.logs());
+}

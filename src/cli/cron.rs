@@ -10,7 +10,7 @@ use jiff::tz::TimeZone;
 use super::{Outcome, emit, exit_code};
 use crate::config::Config;
 use crate::cron::jobs::{
-    MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, schedule_of,
+    MAX_TIMEOUT_SECS, check_targets, describe, first_run, pinned, run_now, set_enabled,
 };
 use crate::store::{CronJob, Store};
 
@@ -162,15 +162,7 @@ async fn run(config: &Config, store: &Store, action: CronAction) -> Outcome {
         CronAction::Pause { id } | CronAction::Resume { id } => {
             let resume = matches!(action, CronAction::Resume { .. });
             let mut j = job(store, id).await?;
-            j.enabled = resume;
-            if resume {
-                let schedule = schedule_of(&j).map_err(|e| e.to_string())?;
-                let now_t = Timestamp::from_millisecond(now).map_err(|e| e.to_string())?;
-                let anchor = Timestamp::from_millisecond(j.anchor_at).unwrap_or(now_t);
-                j.next_run_at = schedule
-                    .next_after(now_t, anchor)
-                    .map(|t| t.as_millisecond());
-            }
+            set_enabled(&mut j, resume, now).map_err(|e| e.to_string())?;
             store
                 .cron_update(j.clone())
                 .await
@@ -183,8 +175,7 @@ async fn run(config: &Config, store: &Store, action: CronAction) -> Outcome {
         }
         CronAction::Run { id } => {
             let mut j = job(store, id).await?;
-            j.enabled = true;
-            j.next_run_at = Some(now);
+            run_now(&mut j, now);
             store
                 .cron_update(j.clone())
                 .await

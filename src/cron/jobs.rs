@@ -1,5 +1,6 @@
-//! Job rules shared by the `cronjob` tool and `hermes cron`: parsing a schedule into the first
-//! run, checking delivery targets, describing a job.
+//! Job rules shared by the `cronjob` tool, `hermes cron` and the dashboard: parsing a schedule
+//! into the first run, pausing, resuming and running now, checking delivery targets,
+//! describing a job.
 
 use hermes_adapter::{ChatId, Platform, ThreadId};
 use jiff::Timestamp;
@@ -16,6 +17,24 @@ pub fn schedule_of(job: &CronJob) -> Result<Schedule, ScheduleError> {
     let tz = TimeZone::get(&job.timezone).unwrap_or(TimeZone::UTC);
     let created = Timestamp::from_millisecond(job.created_at).unwrap_or(Timestamp::UNIX_EPOCH);
     Schedule::parse(&job.schedule, created, &tz)
+}
+
+/// `job` paused (it keeps its settings) or resumed from its next scheduled time after `now_ms`.
+pub fn set_enabled(job: &mut CronJob, enabled: bool, now_ms: i64) -> Result<(), ScheduleError> {
+    job.enabled = enabled;
+    if enabled {
+        let schedule = schedule_of(job)?;
+        let now = Timestamp::from_millisecond(now_ms).unwrap_or(Timestamp::UNIX_EPOCH);
+        let anchor = Timestamp::from_millisecond(job.anchor_at).unwrap_or(now);
+        job.next_run_at = schedule.next_after(now, anchor).map(|t| t.as_millisecond());
+    }
+    Ok(())
+}
+
+/// `job` due at `now_ms`: the running gateway's scheduler starts it at its next look.
+pub fn run_now(job: &mut CronJob, now_ms: i64) {
+    job.enabled = true;
+    job.next_run_at = Some(now_ms);
 }
 
 /// The first run of `schedule` created at `now`: (schedule, anchor, first run).

@@ -58,6 +58,7 @@ pub(crate) fn page(title: &str, current: &str, login: &Login, body: &str) -> Htm
         ("/", "Overview"),
         ("/conversations", "Conversations"),
         ("/approvals", "Approvals"),
+        ("/jobs", "Jobs"),
     ] {
         let here = if href == current {
             " class=\"here\""

@@ -1,10 +1,12 @@
 //! The dashboard: hermes in a browser, served by the daemon on the admin listener (it holds the
 //! gateway's state; the API listener is an adapter that never sees it). Sign in with the admin
 //! token or an operator API key; the session lives in an HttpOnly, SameSite=Strict cookie and
-//! every form carries the session's CSRF token. Pages are rendered here (`pages.rs`, `html.rs`)
-//! with two small embedded assets: no build step.
+//! every form carries the session's CSRF token. Pages are rendered here (`pages.rs`: overview,
+//! conversations, approvals; `jobs.rs`: scheduled jobs; `html.rs`: the frame) with two small
+//! embedded assets: no build step.
 
 mod html;
+mod jobs;
 mod pages;
 
 use std::sync::Arc;
@@ -60,6 +62,8 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/conversations/{id}", get(pages::transcript))
         .route("/approvals", get(pages::approvals))
         .route("/approvals/{id}", post(pages::answer))
+        .route("/jobs", get(jobs::list))
+        .route("/jobs/{id}", post(jobs::act))
         .route("/logout", post(logout))
         .route_layer(axum::middleware::from_fn_with_state(
             logins.clone(),
