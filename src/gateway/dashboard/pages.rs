@@ -54,7 +54,7 @@ fn overview_of(r: &StatusReport) -> String {
             "No platform is configured: set a token (see hermes doctor).",
         ));
     } else {
-        out.push_str("<table><tr><th>Platform</th><th>State</th><th>Last sign of life</th><th>Restarts</th><th>Last error</th></tr>");
+        out.push_str("<div class=\"table\"><table><tr><th>Platform</th><th>State</th><th>Last sign of life</th><th>Restarts</th><th>Last error</th></tr>");
         for a in &r.adapters {
             let state = if a.ready {
                 "connected"
@@ -72,11 +72,11 @@ fn overview_of(r: &StatusReport) -> String {
                 esc(a.last_error.as_deref().unwrap_or(""))
             );
         }
-        out.push_str("</table>");
+        out.push_str("</table></div>");
     }
     if !r.mcp.is_empty() {
         out.push_str(
-            "<h2>MCP servers</h2><table><tr><th>Server</th><th>State</th><th>Tools</th></tr>",
+            "<h2>MCP servers</h2><div class=\"table\"><table><tr><th>Server</th><th>State</th><th>Tools</th></tr>",
         );
         for m in &r.mcp {
             let _ = write!(
@@ -88,7 +88,7 @@ fn overview_of(r: &StatusReport) -> String {
                 m.tools
             );
         }
-        out.push_str("</table>");
+        out.push_str("</table></div>");
     }
     let _ = write!(
         out,
@@ -196,7 +196,7 @@ pub(crate) async fn conversations(
             "No conversations yet. When someone writes to the bot, the conversation shows here.",
         )),
         Ok(list) => {
-            body.push_str("<table><tr><th>Conversation</th><th>Messages</th><th>Last active</th><th>State</th></tr>");
+            body.push_str("<div class=\"table\"><table><tr><th>Conversation</th><th>Messages</th><th>Last active</th><th>State</th></tr>");
             for s in &list {
                 let _ = write!(
                     body,
@@ -212,7 +212,7 @@ pub(crate) async fn conversations(
                     }
                 );
             }
-            body.push_str("</table>");
+            body.push_str("</table></div>");
             if list.len() == PAGE {
                 let _ = write!(
                     body,
