@@ -93,6 +93,23 @@ async fn shot(c: &Client, name: &str) {
     std::fs::write(shots().join(format!("{name}.png")), png).expect("save the screenshot");
 }
 
+/// Click what `at` finds.
+async fn click(c: &Client, at: Locator<'_>) {
+    c.find(at)
+        .await
+        .expect("the element")
+        .click()
+        .await
+        .expect("a click");
+}
+
+/// Type `key` into the sign-in form and send it.
+async fn sign_in(c: &Client, key: &str) {
+    let field = c.find(Locator::Css("input[name=key]")).await.unwrap();
+    field.send_keys(key).await.unwrap();
+    click(c, Locator::Css("form button")).await;
+}
+
 /// Wait until the page's HTML holds `needle`.
 async fn page_with(c: &Client, needle: &str) -> String {
     let deadline = std::time::Instant::now() + WAIT;
@@ -126,43 +143,19 @@ async fn the_operator_uses_the_dashboard_in_chromium() {
     c.goto(&format!("{base}/")).await.unwrap();
     page_with(&c, "Sign in").await;
     shot(&c, "1-sign-in").await;
-    let key = c.find(Locator::Css("input[name=key]")).await.unwrap();
-    key.send_keys("wrong-key-0123456789").await.unwrap();
-    c.find(Locator::Css("form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sign_in(&c, "wrong-key-0123456789").await;
     let refused = page_with(&c, "not one that opens the dashboard").await;
     assert!(!refused.contains("telegram"), "no page data: {refused}");
     shot(&c, "2-wrong-key").await;
 
-    let key = c.find(Locator::Css("input[name=key]")).await.unwrap();
-    key.send_keys(ADMIN).await.unwrap();
-    c.find(Locator::Css("form button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sign_in(&c, ADMIN).await;
     page_with(&c, "<td>telegram</td><td>connected</td>").await;
     shot(&c, "3-overview").await;
 
-    c.find(Locator::LinkText("Conversations"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Conversations")).await;
     page_with(&c, &format!("telegram:{ALICE}")).await;
     shot(&c, "4-conversations").await;
-    c.find(Locator::LinkText(&format!("telegram:{ALICE}")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText(&format!("telegram:{ALICE}"))).await;
     page_with(&c, "Hello Alice, nice to meet you.").await;
     shot(&c, "5-conversation").await;
 
@@ -173,20 +166,10 @@ async fn the_operator_uses_the_dashboard_in_chromium() {
     ));
     w.tg.private_text(ALICE, "Alice", "run the check");
     w.tg.wait_sent(2, WAIT).await;
-    c.find(Locator::LinkText("Approvals"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Approvals")).await;
     page_with(&c, "echo browser-ok-$((40 + 2))").await;
     shot(&c, "6-approvals").await;
-    c.find(Locator::Css("button.allow"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("button.allow")).await;
     page_with(&c, "Nothing is waiting").await;
     wait_for(
         WAIT,
@@ -201,23 +184,13 @@ async fn the_operator_uses_the_dashboard_in_chromium() {
     )
     .await;
 
-    c.find(Locator::LinkText("Jobs"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Jobs")).await;
     page_with(&c, "No scheduled jobs").await;
     shot(&c, "7-jobs").await;
 
     // On a phone.
     c.set_window_size(390, 844).await.unwrap();
-    c.find(Locator::LinkText("Overview"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Overview")).await;
     page_with(&c, "<td>telegram</td>").await;
     shot(&c, "8-overview-phone").await;
     c.close().await.unwrap();
