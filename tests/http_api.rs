@@ -440,3 +440,71 @@ async fn a_key_over_its_share_is_told_to_retry_and_nothing_is_lost() {
     let again: Value = ask("two").send().await.unwrap().json().await.unwrap();
     assert_eq!(again["choices"][0]["message"]["content"], "and the next");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_header_names_the_conversation_and_cors_is_only_for_listed_origins() {
+    let port = support::http::free_port();
+    let mut w = World::new("[api]\ncors_origins = [\"https://chat.example.com\"]\n").await;
+    w.set_env("HERMES_API_KEY", KEY);
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    w.llm.push(Reply::text("Noted: blue."));
+    w.llm.set_default(|req| {
+        let seen = req.messages().iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Noted: blue."))
+        });
+        Reply::text(format!("remembered: {seen}"))
+    });
+    let _daemon = w.start_logging("HTTP API listening").await;
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let http = reqwest::Client::new();
+    let ask = |text: &str, origin: &str| {
+        http.post(&url)
+            .bearer_auth(KEY)
+            .header("X-Hermes-Session", "colours")
+            .header("Origin", origin)
+            .json(&json!({"model": "hermes", "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+    let first = ask("my colour is blue", "https://chat.example.com")
+        .await
+        .unwrap();
+    assert_eq!(
+        first.headers()["access-control-allow-origin"],
+        "https://chat.example.com"
+    );
+    let second = ask("which colour?", "https://evil.example").await.unwrap();
+    assert!(
+        second
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none(),
+        "an origin not listed gets no CORS header"
+    );
+    let body: Value = second.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"], "remembered: true",
+        "the header names one conversation across requests: {body}"
+    );
+    // Over the body limit: refused before anything is stored.
+    let requests = w.llm.requests().len();
+    let huge = "x".repeat(5 << 20);
+    let r = http
+        .post(&url)
+        .bearer_auth(KEY)
+        .json(&json!({"model": "hermes", "messages": [{"role": "user", "content": huge}]}))
+        .send()
+        .await;
+    // The listener refuses it from its Content-Length: a 413, or the connection closed while
+    // the client is still writing.
+    match r {
+        Ok(r) => assert_eq!(r.status(), 413),
+        Err(e) => assert!(e.is_request(), "{e}"),
+    }
+    assert_eq!(
+        w.llm.requests().len(),
+        requests,
+        "nothing reached the agent"
+    );
+}

@@ -81,12 +81,16 @@ pub(crate) fn chat_of(key: &str, name: Option<&str>) -> ChatId {
 struct Listening {
     waiting: Arc<Waiting>,
     chat: ChatId,
-    _turn: OwnedMutexGuard<()>,
+    turn: Option<OwnedMutexGuard<()>>,
 }
 
 impl Drop for Listening {
     fn drop(&mut self) {
         self.waiting.forget(&self.chat);
+        // Let the next request of the conversation in, then drop its lock when nobody waits
+        // (a conversation of one request's own would otherwise leave an entry for ever).
+        drop(self.turn.take());
+        self.waiting.release(&self.chat);
     }
 }
 
@@ -163,7 +167,7 @@ pub(crate) async fn ask(
     let listening = Listening {
         waiting: api.waiting.clone(),
         chat: chat.clone(),
-        _turn: turn,
+        turn: Some(turn),
     };
     let message = Message {
         platform: Platform::Api,

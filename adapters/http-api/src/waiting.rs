@@ -63,6 +63,12 @@ impl Waiting {
         self.turns.entry(chat.clone()).or_default().clone()
     }
 
+    /// Forget `chat`'s lock once no request holds or waits for it.
+    pub fn release(&self, chat: &ChatId) {
+        self.turns
+            .remove_if(chat, |_, lock| Arc::strong_count(lock) == 1);
+    }
+
     /// Listen to `chat` (before its message is delivered, so nothing said is missed).
     pub fn listen(&self, chat: &ChatId) -> mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -259,6 +265,20 @@ mod tests {
         // Nobody waits any more: a late row is simply not heard.
         w.send(&out("late", "turn:8:1/1"));
         assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_conversation_lock_is_forgotten_once_nobody_holds_or_waits_for_it() {
+        let w = Waiting::default();
+        let chat: ChatId = "k:~once".into();
+        let held = w.turn_of(&chat).lock_owned().await;
+        let waiting = w.turn_of(&chat);
+        w.release(&chat);
+        assert_eq!(w.turns.len(), 1, "held and waited for: kept");
+        drop(held);
+        drop(waiting);
+        w.release(&chat);
+        assert_eq!(w.turns.len(), 0, "nobody left: forgotten");
     }
 
     #[test]

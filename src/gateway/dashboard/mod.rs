@@ -148,6 +148,19 @@ pub(crate) fn form(body: &[u8]) -> std::collections::HashMap<String, String> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 
+/// The fields of a form sent by `login`'s own page (carrying its CSRF token), or the refusal.
+pub(crate) fn checked_form(
+    body: &[u8],
+    login: &Login,
+) -> Result<std::collections::HashMap<String, String>, Response> {
+    let fields = form(body);
+    if fields.get("csrf") == Some(&login.csrf) {
+        Ok(fields)
+    } else {
+        Err((StatusCode::FORBIDDEN, "stale form: reload the page\n").into_response())
+    }
+}
+
 async fn login_page(State(shared): State<Arc<Shared>>) -> Response {
     html::page_plain("Sign in", &html::login_form(can_sign_in(&shared), None)).into_response()
 }
@@ -199,8 +212,8 @@ async fn logout(
     axum::Extension(login): axum::Extension<Login>,
     body: Bytes,
 ) -> Response {
-    if form(&body).get("csrf") != Some(&login.csrf) {
-        return (StatusCode::FORBIDDEN, "stale form: reload the page\n").into_response();
+    if let Err(refused) = checked_form(&body, &login) {
+        return refused;
     }
     if let Some(id) = cookie_of(&headers) {
         logins.0.remove(&id);

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::html::{ago, csrf_field, empty, esc, page, time};
-use super::{Login, form};
+use super::{Login, checked_form};
 use crate::conversation::Role;
 use crate::gateway::Shared;
 use crate::gateway::ops::status::{StatusReport, report};
@@ -337,10 +337,10 @@ pub(crate) async fn answer(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let fields = form(&body);
-    if fields.get("csrf") != Some(&login.csrf) {
-        return (StatusCode::FORBIDDEN, "stale form: reload the page\n").into_response();
-    }
+    let fields = match checked_form(&body, &login) {
+        Ok(f) => f,
+        Err(refused) => return refused,
+    };
     let answer = match fields.get("answer").map(String::as_str) {
         Some("once") => Answer::Once,
         Some("deny") => Answer::Deny,
