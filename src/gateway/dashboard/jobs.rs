@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::html::{csrf_field, empty, esc, page, time};
-use super::{Login, checked_form};
+use super::{Login, checked_form, stale};
 use crate::cron::jobs::{run_now, set_enabled};
 use crate::gateway::Shared;
 
@@ -91,9 +91,8 @@ pub(crate) async fn act(
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Response {
-    let fields = match checked_form(&body, &login) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+    let Some(fields) = checked_form(&body, &login) else {
+        return stale();
     };
     let Ok(Some(mut job)) = shared.store.cron_get(id).await else {
         return (StatusCode::NOT_FOUND, "no such job\n").into_response();

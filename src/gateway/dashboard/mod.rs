@@ -148,17 +148,19 @@ pub(crate) fn form(body: &[u8]) -> std::collections::HashMap<String, String> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 
-/// The fields of a form sent by `login`'s own page (carrying its CSRF token), or the refusal.
+/// The fields of a form sent by `login`'s own page (carrying its CSRF token); `None` for any
+/// other (answer it with [`stale`]).
 pub(crate) fn checked_form(
     body: &[u8],
     login: &Login,
-) -> Result<std::collections::HashMap<String, String>, Response> {
+) -> Option<std::collections::HashMap<String, String>> {
     let fields = form(body);
-    if fields.get("csrf") == Some(&login.csrf) {
-        Ok(fields)
-    } else {
-        Err((StatusCode::FORBIDDEN, "stale form: reload the page\n").into_response())
-    }
+    (fields.get("csrf") == Some(&login.csrf)).then_some(fields)
+}
+
+/// The answer to a form without the session's CSRF token.
+pub(crate) fn stale() -> Response {
+    (StatusCode::FORBIDDEN, "stale form: reload the page\n").into_response()
 }
 
 async fn login_page(State(shared): State<Arc<Shared>>) -> Response {
@@ -212,8 +214,8 @@ async fn logout(
     axum::Extension(login): axum::Extension<Login>,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = checked_form(&body, &login) {
-        return refused;
+    if checked_form(&body, &login).is_none() {
+        return stale();
     }
     if let Some(id) = cookie_of(&headers) {
         logins.0.remove(&id);

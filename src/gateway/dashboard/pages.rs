@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::html::{ago, csrf_field, empty, esc, page, time};
-use super::{Login, checked_form};
+use super::{Login, checked_form, stale};
 use crate::conversation::Role;
 use crate::gateway::Shared;
 use crate::gateway::ops::status::{StatusReport, report};
@@ -337,9 +337,8 @@ pub(crate) async fn answer(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let fields = match checked_form(&body, &login) {
-        Ok(f) => f,
-        Err(refused) => return refused,
+    let Some(fields) = checked_form(&body, &login) else {
+        return stale();
     };
     let answer = match fields.get("answer").map(String::as_str) {
         Some("once") => Answer::Once,
