@@ -303,6 +303,7 @@ async fn two_hundred_concurrent_streams_each_get_their_own_answer() {
             let t = std::time::Instant::now();
             let r = http
                 .post(&url)
+                .timeout(std::time::Duration::from_secs(120))
                 .bearer_auth(key)
                 .json(
                     &json!({"model": "hermes", "stream": true, "user": format!("load-{i}"),
@@ -312,7 +313,10 @@ async fn two_hundred_concurrent_streams_each_get_their_own_answer() {
                 .await
                 .expect("send");
             assert_eq!(r.status(), 200, "request {i}");
-            let body = r.text().await.expect("body");
+            let body = r
+                .text()
+                .await
+                .unwrap_or_else(|e| panic!("request {i} ({said}) got no whole answer: {e}"));
             (i, said, body, t.elapsed())
         }));
     }
