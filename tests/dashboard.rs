@@ -2,14 +2,16 @@
 //! redirects): nothing without signing in, a wrong key refused with no page data, the operator
 //! sees the Telegram adapter connected to the fake, reads a conversation held through it,
 //! answers a terminal confirmation from the page (not without the form's CSRF token) and the
-//! chat gets the answer; the overview's live events; signing out ends the session.
+//! chat gets the answer; the overview's live events; signing out ends the session. Skills are
+//! turned off and on from the page (new conversations see it); the chat page talks to the agent
+//! through the HTTP API, whole and streamed.
 
 mod support;
 
 use reqwest::header::{CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::redirect::Policy;
 use serde_json::json;
-use support::daemon::{ALICE, World};
+use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;
 use support::{WAIT, wait_for};
 
@@ -262,4 +264,173 @@ async fn scheduled_jobs_are_paused_resumed_and_run_from_the_page() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     panic!("the run never showed: {last}\n{}", w.logs());
+}
+
+const OPS: &str = "ops-api-key-0123456789abcdef";
+
+/// Signed in with `key`: the client and the session cookie.
+async fn signed_in(base: &str, key: &str) -> (reqwest::Client, String) {
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    let signed = http
+        .post(format!("{base}/login"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(format!("key={key}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 303, "signed in with {key}");
+    let cookie = signed.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    (http, cookie)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_turned_off_and_on_and_the_chat_talks_through_the_api() {
+    let port = support::http::free_port();
+    let mut w = World::new("[api.keys.ops]\ntoken_env = \"OPS_KEY\"\noperator = true\n").await;
+    w.set_env("OPS_KEY", OPS);
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    let dir = w.home.path().join("skills/tea-timer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: tea-timer\ndescription: Time a pot of tea <properly>.\n---\n\n1. Steep green tea for 2 minutes.\n",
+    )
+    .unwrap();
+    let _daemon = w.start_logging("HTTP API listening").await;
+    let base = w.admin_url().await;
+    // An operator API key opens the dashboard too.
+    let (http, cookie) = signed_in(&base, OPS).await;
+    let get = |path: &str| {
+        http.get(format!("{base}{path}"))
+            .header(COOKIE, cookie.as_str())
+            .send()
+    };
+    let text = |path: &'static str| {
+        let get = &get;
+        async move { get(path).await.unwrap().text().await.unwrap() }
+    };
+
+    let skills = text("/skills").await;
+    assert!(
+        skills.contains("href=\"/skills/tea-timer\"")
+            && skills.contains("Time a pot of tea &lt;properly&gt;.")
+            && skills.contains("hermes-operations"),
+        "ours and the bundled ones, escaped: {skills}"
+    );
+    let one = text("/skills/tea-timer").await;
+    assert!(one.contains("Steep green tea for 2 minutes."), "{one}");
+    let csrf = between(&skills, "name=\"csrf\" value=\"", "\"").to_owned();
+    let switch = |what: &str, csrf: &str| {
+        http.post(format!("{base}/skills/tea-timer"))
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(COOKIE, cookie.as_str())
+            .body(format!("do={what}&csrf={csrf}"))
+            .send()
+    };
+    assert_eq!(switch("disable", "forged").await.unwrap().status(), 403);
+    assert_eq!(switch("disable", &csrf).await.unwrap().status(), 303);
+    let off = text("/skills/tea-timer").await;
+    assert!(
+        off.contains("<dd>off</dd>") && off.contains("Turn on"),
+        "{off}"
+    );
+    let (code, listed, _) = w.run(&["skills", "list"]);
+    assert!(code.success());
+    assert!(
+        listed.contains("Turned off (hermes skills enable <name>): tea-timer"),
+        "{listed}"
+    );
+
+    // A conversation started now does not see it; one started after turning it on does.
+    w.tg.private_text(ALICE, "Alice", "hi");
+    w.tg.wait_sent(1, WAIT).await;
+    let prompt = w.llm.requests()[0].system_text().unwrap();
+    assert!(
+        prompt.contains("- hermes-operations:") && !prompt.contains("tea-timer"),
+        "{prompt}"
+    );
+    assert_eq!(switch("enable", &csrf).await.unwrap().status(), 303);
+    w.tg.private_text(BOB, "Bob", "hi");
+    w.tg.wait_sent(2, WAIT).await;
+    let prompt = w.llm.requests()[1].system_text().unwrap();
+    assert!(
+        prompt.contains("- tea-timer: Time a pot of tea"),
+        "{prompt}"
+    );
+
+    // The chat page: empty at first, then a message answered through the API.
+    let empty = text("/chat").await;
+    assert!(
+        empty.contains("Say something to start") && empty.contains("api:ops"),
+        "{empty}"
+    );
+    w.llm.push(Reply::text("Hello from the dashboard chat."));
+    let sent = http
+        .post(format!("{base}/chat/send"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(COOKIE, cookie.as_str())
+        .body(format!("text=hello+there&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 303, "{}", sent.text().await.unwrap());
+    let chat = text("/chat").await;
+    assert!(
+        chat.contains("hello there") && chat.contains("Hello from the dashboard chat."),
+        "both sides in the page: {chat}"
+    );
+    let api_request = w.llm.requests().last().unwrap().last_user_text().unwrap();
+    assert!(api_request.contains("hello there"), "{api_request}");
+    // Streamed: the API's events passed through, the same conversation continued.
+    w.llm.set_default(|req| {
+        let seen = req.messages().iter().any(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Hello from the dashboard chat."))
+        });
+        Reply::text(format!("streamed, remembering: {seen}"))
+    });
+    let streamed = http
+        .post(format!("{base}/chat/send"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(COOKIE, cookie.as_str())
+        .body(format!("text=and+now&stream=1&csrf={csrf}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.headers()[CONTENT_TYPE], "text/event-stream");
+    let events = streamed.text().await.unwrap();
+    let said: String = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(said, "streamed, remembering: true", "{events}");
+    assert!(events.trim_end().ends_with("data: [DONE]"), "{events}");
+    // Without the form's token, nothing is said.
+    let requests = w.llm.requests().len();
+    let forged = http
+        .post(format!("{base}/chat/send"))
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(COOKIE, cookie.as_str())
+        .body("text=forged")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 403);
+    assert_eq!(w.llm.requests().len(), requests);
 }

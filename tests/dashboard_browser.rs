@@ -2,7 +2,9 @@
 //! (chromedriver, with fantoccini) against the real binary and the fake Telegram. A wrong key
 //! shows an error and no page data; signed in, the overview shows the Telegram adapter
 //! connected, a conversation held through the fake opens as a transcript, a pending terminal
-//! call is allowed from the page and the chat gets its answer. Each page is saved as a
+//! call is allowed from the page and the chat gets its answer; the skills, MCP and chat pages
+//! (a message typed in the chat page is answered, streamed in by the page's script). Each page is
+//! saved as a
 //! screenshot under `target/dashboard-screenshots/` (CI keeps them as artifacts), and the
 //! overview once more at a phone's width.
 //!
@@ -128,10 +130,13 @@ async fn page_with(c: &Client, needle: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_uses_the_dashboard_in_chromium() {
-    let mut w = World::new("").await;
+    let api_port = support::http::free_port();
+    let mut w = World::new("[api.keys.ops]\ntoken_env = \"OPS_KEY\"\noperator = true\n").await;
     w.set_env("HERMES_ADMIN_TOKEN", ADMIN);
+    w.set_env("OPS_KEY", "ops-api-key-0123456789abcdef");
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{api_port}"));
     w.llm.echo_tool_results();
-    let _daemon = w.start().await;
+    let _daemon = w.start_logging("HTTP API listening").await;
     w.llm.push(Reply::text("Hello Alice, nice to meet you."));
     w.tg.private_text(ALICE, "Alice", "hi, I am Alice");
     w.tg.wait_sent(1, WAIT).await;
@@ -187,6 +192,32 @@ async fn the_operator_uses_the_dashboard_in_chromium() {
     click(&c, Locator::LinkText("Jobs")).await;
     page_with(&c, "No scheduled jobs").await;
     shot(&c, "7-jobs").await;
+
+    click(&c, Locator::LinkText("Skills")).await;
+    page_with(&c, "hermes-operations").await;
+    shot(&c, "9-skills").await;
+    click(&c, Locator::LinkText("hermes-operations")).await;
+    page_with(&c, "Instructions").await;
+    click(&c, Locator::Css("form.inline button")).await;
+    page_with(&c, "<td>off</td>").await;
+    click(&c, Locator::LinkText("MCP")).await;
+    page_with(&c, "No MCP server is configured").await;
+    shot(&c, "10-mcp").await;
+
+    // The chat page: a message typed and sent, the answer streamed in by the page's script.
+    w.llm
+        .push(Reply::text("Hello from hermes, in the browser."));
+    click(&c, Locator::LinkText("Chat")).await;
+    page_with(&c, "Say something to start").await;
+    let field = c.find(Locator::Css("#chat-form textarea")).await.unwrap();
+    field.send_keys("hello from the page").await.unwrap();
+    click(&c, Locator::Css("#chat-form button")).await;
+    page_with(&c, "Hello from hermes, in the browser.").await;
+    shot(&c, "11-chat").await;
+    // Reloaded, the conversation is still there (read from the store).
+    c.refresh().await.unwrap();
+    let reloaded = page_with(&c, "Hello from hermes, in the browser.").await;
+    assert!(reloaded.contains("hello from the page"), "{reloaded}");
 
     // On a phone.
     c.set_window_size(390, 844).await.unwrap();

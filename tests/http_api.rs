@@ -512,3 +512,42 @@ async fn a_session_header_names_the_conversation_and_cors_is_only_for_listed_ori
         "nothing reached the agent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_replaces_its_streamed_preview_ends_the_request() {
+    // The model writes slowly, so the preview is posted (and edited) before the turn ends; the
+    // answer then replaces the preview through the outbox. That replacement once reached the
+    // API as a plain edit, which could not say "this is the answer": the request waited for
+    // its timeout.
+    let port = support::http::free_port();
+    let mut w = World::new("[api]\nrequest_timeout_secs = 60\n").await;
+    w.set_env("HERMES_API_KEY", KEY);
+    w.set_env("HERMES_API_LISTEN", &format!("127.0.0.1:{port}"));
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let _daemon = w.start_logging("HTTP API listening").await;
+    w.llm.push(
+        Reply::text("Slowly, one careful piece after another, the answer arrives.")
+            .chunk_delay(std::time::Duration::from_millis(250)),
+    );
+    let http = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let r = http
+        .post(format!("{base}/chat/completions"))
+        .bearer_auth(KEY)
+        .timeout(std::time::Duration::from_secs(45))
+        .json(&json!({"model": "hermes", "messages": [{"role": "user", "content": "go slowly"}]}))
+        .send()
+        .await
+        .expect("an answer before the client's timeout");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "Slowly, one careful piece after another, the answer arrives.",
+        "{body}"
+    );
+    assert!(
+        w.llm.requests()[0].is_stream(),
+        "the model call streamed (a preview was posted)"
+    );
+    println!("answered in {:?}", started.elapsed());
+}

@@ -44,6 +44,17 @@ pub enum SkillsAction {
         /// The skill's name.
         name: String,
     },
+    /// Turn a skill off: the agent no longer sees it (from the next conversation on); it stays
+    /// on disk and `enable` brings it back.
+    Disable {
+        /// The skill's name.
+        name: String,
+    },
+    /// Turn a skill that was turned off on again.
+    Enable {
+        /// The skill's name.
+        name: String,
+    },
 }
 
 pub(super) async fn skills(config: Config, action: SkillsAction) -> ExitCode {
@@ -54,6 +65,8 @@ pub(super) async fn skills(config: Config, action: SkillsAction) -> ExitCode {
         SkillsAction::Validate { path } => validate(&sources, path).await,
         SkillsAction::Install { source, force } => install(&sources, &source, force).await,
         SkillsAction::Remove { name } => remove(&config, &sources, &name).await,
+        SkillsAction::Disable { name } => switch(&sources, &name, false).await,
+        SkillsAction::Enable { name } => switch(&sources, &name, true).await,
     };
     exit_code(result)
 }
@@ -122,6 +135,17 @@ async fn list(config: &Config, sources: &SkillSources) -> Outcome {
     if library.skills().iter().any(|s| s.overrides_bundled) {
         out.push_str("(user*: your copy, replacing the bundled skill of that name)\n");
     }
+    if !library.turned_off().is_empty() {
+        let names: Vec<&str> = library
+            .turned_off()
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        out.push_str(&format!(
+            "\nTurned off (hermes skills enable <name>): {}\n",
+            names.join(", ")
+        ));
+    }
     if !library.problems().is_empty() {
         out.push_str(&format!(
             "\nLeft out because of problems ({}):\n{}",
@@ -138,7 +162,8 @@ async fn list(config: &Config, sources: &SkillSources) -> Outcome {
 
 async fn show(config: &Config, sources: &SkillSources, name: &str) -> Outcome {
     let library = load(sources).await?;
-    let Some(skill) = library.get(name).cloned() else {
+    let off = library.turned_off().iter().find(|s| s.name == name);
+    let Some(skill) = library.get(name).or(off).cloned() else {
         let own: Vec<SkillProblem> = library
             .problems()
             .iter()
@@ -164,6 +189,9 @@ async fn show(config: &Config, sources: &SkillSources, name: &str) -> Outcome {
     let mut out = format!("{} ({}", skill.name, skill.source_label());
     if let Some(v) = &m.version {
         out.push_str(&format!(", version {v}"));
+    }
+    if off.is_some() {
+        out.push_str(", turned off");
     }
     out.push_str(")\n");
     if let SkillSource::User(dir) = &skill.source {
@@ -303,6 +331,37 @@ async fn remove(config: &Config, sources: &SkillSources, name: &str) -> Outcome 
         let _ = skills::forget_usage(&*store, name).await;
     }
     emit(&format!("removed {name}\n"))
+}
+
+/// `hermes skills enable|disable <name>`.
+async fn switch(sources: &SkillSources, name: &str, enabled: bool) -> Outcome {
+    let library = load(sources).await?;
+    let known = library.get(name).is_some() || library.turned_off().iter().any(|s| s.name == name);
+    if !known {
+        return Err(format!(
+            "there is no skill named `{name}`; `hermes skills list` shows them"
+        ));
+    }
+    let dir = sources.user_dir().to_owned();
+    let changed = {
+        let name = name.to_owned();
+        tokio::task::spawn_blocking(move || skills::set_enabled(&dir, &name, enabled))
+            .await
+            .map_err(|e| format!("cannot change the skill: {e}"))?
+            .map_err(|e| {
+                format!(
+                    "cannot write {}: {e}",
+                    sources.user_dir().join(skills::DISABLED_FILE).display()
+                )
+            })?
+    };
+    let state = if enabled { "on" } else { "off" };
+    if !changed {
+        return emit(&format!("{name} was already {state}\n"));
+    }
+    emit(&format!(
+        "{name} is {state}; conversations started from now on see the change (/new in a chat)\n"
+    ))
 }
 
 #[cfg(test)]

@@ -43,8 +43,8 @@ pub use mcp::{McpConfig, McpServerConfig, valid_server_name};
 pub use mcp_serve::McpServeConfig;
 pub use memory::{MemoryConfig, SkillsConfig};
 pub use platforms::{
-    ApiConfig, DiscordConfig, EmailConfig, MatrixConfig, PlatformSection, SlackConfig,
-    TelegramConfig,
+    ApiConfig, ApiKeyConfig, DiscordConfig, EmailConfig, MatrixConfig, PlatformSection,
+    SlackConfig, TelegramConfig,
 };
 pub use policy::PolicyConfig;
 pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};

@@ -85,6 +85,10 @@ pub struct ServerStatus {
     pub name: String,
     pub state: State,
     pub tools: usize,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// The tools it offers, by its own names, with their descriptions.
+    pub listed: Vec<(String, String)>,
 }
 
 impl McpHub {
@@ -282,9 +286,23 @@ impl McpHub {
             .values()
             .map(|s| {
                 let state = s.state();
+                let listed: Vec<(String, String)> = s
+                    .tools()
+                    .into_iter()
+                    .map(|t| {
+                        let about = t.description.as_deref().unwrap_or("").to_owned();
+                        (t.name.to_string(), about)
+                    })
+                    .collect();
                 ServerStatus {
                     name: s.name.clone(),
-                    tools: s.tools().len(),
+                    tools: listed.len(),
+                    transport: if s.config.url.is_some() {
+                        "http"
+                    } else {
+                        "stdio"
+                    },
+                    listed,
                     state,
                 }
             })

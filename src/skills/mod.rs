@@ -34,6 +34,7 @@ mod folder;
 mod install;
 mod library;
 mod manifest;
+mod switch;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod tools;
@@ -49,6 +50,7 @@ pub use library::{
     Availability, SKILL_MD, Skill, SkillLibrary, SkillSource, SkillSources, index, read_skill_md,
 };
 pub use manifest::{EnvRequirement, Manifest, SkillDoc, SkillProblem, check_name, parse};
+pub use switch::{DISABLED_FILE, disabled_names, set_enabled};
 pub use tools::{SkillManage, SkillView, SkillsList};
 pub use usage::{Usage, forget as forget_usage, record_use, usage};
 

@@ -174,6 +174,17 @@ pub trait Adapter: Send + Sync + 'static {
         Err(SendError::Unsupported)
     }
 
+    /// Deliver an outbox row that replaces the message it names (`out.edit_of`, a streamed
+    /// preview becoming the answer). By default an [`Adapter::edit`] of that message with the
+    /// row's text; an adapter that needs the rest of the row (its idempotency key, its usage)
+    /// overrides this.
+    async fn replace(&self, out: &Outbound) -> Result<(), SendError> {
+        let Some(id) = &out.edit_of else {
+            return Err(SendError::NotFound("no message to replace".into()));
+        };
+        self.edit(&out.chat, &SentId(id.clone()), &out.text).await
+    }
+
     /// Show "typing…" in a chat for a few seconds.
     async fn typing(&self, _chat: &ChatId, _thread: Option<&ThreadId>) -> Result<(), SendError> {
         Ok(())

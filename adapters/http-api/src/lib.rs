@@ -134,6 +134,13 @@ impl Adapter for ApiAdapter {
         Ok(())
     }
 
+    /// The answer replacing a streamed preview: the waiting request hears what it adds, and
+    /// that it is the answer (its key says so), which an edit alone could not tell.
+    async fn replace(&self, out: &Outbound) -> Result<(), SendError> {
+        self.waiting.send(out);
+        Ok(())
+    }
+
     async fn probe(&self) -> Result<String, AdapterError> {
         Ok(format!(
             "HTTP API on {} with {} key(s)",

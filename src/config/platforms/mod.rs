@@ -21,7 +21,7 @@ use hermes_adapter::{Adapter, Platform};
 
 use super::{Config, ConfigError, EnvSource};
 
-pub use api::ApiConfig;
+pub use api::{ApiConfig, ApiKeyConfig};
 pub use discord::DiscordConfig;
 pub use email::EmailConfig;
 pub use matrix::MatrixConfig;

@@ -57,8 +57,11 @@ pub(crate) fn page(title: &str, current: &str, login: &Login, body: &str) -> Htm
     for (href, label) in [
         ("/", "Overview"),
         ("/conversations", "Conversations"),
+        ("/chat", "Chat"),
         ("/approvals", "Approvals"),
         ("/jobs", "Jobs"),
+        ("/skills", "Skills"),
+        ("/mcp-servers", "MCP"),
     ] {
         let here = if href == current {
             " class=\"here\""

@@ -2,12 +2,16 @@
 //! gateway's state; the API listener is an adapter that never sees it). Sign in with the admin
 //! token or an operator API key; the session lives in an HttpOnly, SameSite=Strict cookie and
 //! every form carries the session's CSRF token. Pages are rendered here (`pages.rs`: overview,
-//! conversations, approvals; `jobs.rs`: scheduled jobs; `html.rs`: the frame) with two small
-//! embedded assets: no build step.
+//! conversations, approvals; `jobs.rs`: scheduled jobs; `skills.rs`: skills; `mcp.rs`: MCP servers; `chat.rs`: a chat
+//! with the agent through the HTTP API; `html.rs`: the frame) with two small embedded assets: no
+//! build step.
 
+mod chat;
 mod html;
 mod jobs;
+mod mcp;
 mod pages;
+mod skills;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,6 +68,11 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/approvals/{id}", post(pages::answer))
         .route("/jobs", get(jobs::list))
         .route("/jobs/{id}", post(jobs::act))
+        .route("/skills", get(skills::list))
+        .route("/skills/{name}", get(skills::view).post(skills::act))
+        .route("/mcp-servers", get(mcp::list))
+        .route("/chat", get(chat::chat))
+        .route("/chat/send", post(chat::send))
         .route("/logout", post(logout))
         .route_layer(axum::middleware::from_fn_with_state(
             logins.clone(),

@@ -20,7 +20,7 @@ use crate::conversation::Role;
 use crate::gateway::Shared;
 use crate::gateway::ops::status::{StatusReport, report};
 use crate::policy::Answer;
-use crate::store::SearchScope;
+use crate::store::{SearchScope, StoredMessage};
 
 /// Conversations per page of the list.
 const PAGE: usize = 50;
@@ -264,7 +264,15 @@ pub(crate) async fn transcript(
         time(summary.created_at),
         summary.messages
     );
-    for m in &messages {
+    body.push_str(&bubbles(&messages));
+    body.push_str("</div>");
+    page("Conversation", "/conversations", &login, &body).into_response()
+}
+
+/// Messages as chat bubbles, tool calls and results folded (everything escaped and scrubbed).
+pub(crate) fn bubbles(messages: &[StoredMessage]) -> String {
+    let mut body = String::new();
+    for m in messages {
         let msg = &m.message;
         match msg.role {
             Role::Tool => {
@@ -296,8 +304,7 @@ pub(crate) async fn transcript(
             }
         }
     }
-    body.push_str("</div>");
-    page("Conversation", "/conversations", &login, &body).into_response()
+    body
 }
 
 pub(crate) async fn approvals(

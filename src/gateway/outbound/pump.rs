@@ -209,7 +209,7 @@ async fn deliver(
         return adapter.send(out).await;
     };
     let sent = hermes_adapter::SentId(id.clone());
-    match adapter.edit(&out.chat, &sent, &out.text).await {
+    match adapter.replace(out).await {
         Ok(()) => Ok(sent),
         Err(e @ (SendError::RetryAfter(_) | SendError::Transient(_))) => Err(e),
         Err(e) => {

@@ -117,9 +117,12 @@ impl Skill {
 }
 
 /// All loaded skills, sorted by name, and the problems of the ones that could not be loaded.
+/// Skills the operator turned off ([`super::switch`]) are kept apart: nothing that asks for
+/// skills by name or availability sees them.
 #[derive(Debug, Clone, Default)]
 pub struct SkillLibrary {
     skills: Vec<Skill>,
+    turned_off: Vec<Skill>,
     problems: Vec<SkillProblem>,
 }
 
@@ -151,6 +154,10 @@ impl SkillLibrary {
             }
         }
         lib.skills.sort_by(|a, b| a.name.cmp(&b.name));
+        let off = super::switch::disabled_names(sources.user_dir());
+        (lib.turned_off, lib.skills) = std::mem::take(&mut lib.skills)
+            .into_iter()
+            .partition(|s| off.contains(&s.name));
         lib.problems
             .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
         lib
@@ -198,6 +205,11 @@ impl SkillLibrary {
     /// Every valid skill, sorted by name.
     pub fn skills(&self) -> &[Skill] {
         &self.skills
+    }
+
+    /// The valid skills the operator turned off, sorted by name.
+    pub fn turned_off(&self) -> &[Skill] {
+        &self.turned_off
     }
 
     /// The skill named `name`.

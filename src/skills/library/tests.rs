@@ -270,3 +270,25 @@ fn links_out_of_a_skill_are_refused_and_links_inside_work() {
     assert_eq!(files, ["self.md"], "links out are not listed");
     assert!(Path::new(&folder).join("leak.md").exists());
 }
+
+#[test]
+fn a_turned_off_skill_is_seen_by_nothing_that_asks_for_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path();
+    write_skill(user, "mine", "Mine.", "");
+    crate::skills::set_enabled(user, "mine", false).unwrap();
+    crate::skills::set_enabled(user, "alpha", false).unwrap();
+    let lib = SkillLibrary::load(&sources(user));
+    assert_eq!(
+        all(&lib),
+        ["shared"],
+        "neither the user's nor the bundled one"
+    );
+    assert!(lib.get("mine").is_none() && lib.get("alpha").is_none());
+    let ctx = Availability::new(Platform::Telegram, ["x"], ["y"]);
+    assert_eq!(names(&lib.available(&ctx)), ["shared"]);
+    let off: Vec<&str> = lib.turned_off().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(off, ["alpha", "mine"]);
+    crate::skills::set_enabled(user, "mine", true).unwrap();
+    assert_eq!(all(&SkillLibrary::load(&sources(user))), ["mine", "shared"]);
+}
