@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use support::WAIT;
-use support::discord::{ALICE, Fault, start, texts, wait_sent, wait_shown, wait_until, world};
+use support::discord::{ALICE, BOB, Fault, start, texts, wait_sent, wait_shown, wait_until, world};
 use support::llm::{Gate, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,7 +149,73 @@ async fn killed_mid_turn_the_message_is_answered_exactly_once_after_restart() {
     wait_sent(&dc, &daemon, 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(texts(&dc.sent()), ["echo: remember me", "echo: sentinel"]);
-    assert_eq!(dc.identifies(), 2, "a new session after the restart");
+    assert_eq!(
+        (dc.identifies(), dc.resumes()),
+        (1, 1),
+        "the restarted daemon resumed the session it kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_posted_while_the_daemon_was_down_are_replayed_by_resuming_its_session() {
+    // Once lost: a restarted daemon identified anew, and Discord does not send a new session
+    // what was posted before it. Now the session is kept and resumed, and Discord replays it.
+    let (mut w, dc) = world("").await;
+    let mut daemon = start(&mut w, &dc).await;
+    dc.dm(ALICE, "alice", "before");
+    wait_sent(&dc, &daemon, 1).await;
+    daemon.kill();
+    dc.dm(ALICE, "alice", "while you were down");
+    // Bob never wrote before: only a resume brings his first message back.
+    dc.dm(BOB, "bob", "first words while you were down");
+    let daemon = start(&mut w, &dc).await;
+    let sent = wait_sent(&dc, &daemon, 3).await;
+    let mut got = texts(&sent);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "echo: before",
+            "echo: first words while you were down",
+            "echo: while you were down"
+        ]
+    );
+    assert_eq!((dc.identifies(), dc.resumes()), (1, 1), "{}", daemon.log());
+    dc.dm(ALICE, "alice", "sentinel");
+    wait_sent(&dc, &daemon, 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dc.sent().len(), 4, "nothing twice: {:?}", texts(&dc.sent()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_cannot_be_resumed_is_caught_up_on_over_rest() {
+    let (mut w, dc) = world("").await;
+    let mut daemon = start(&mut w, &dc).await;
+    dc.dm(ALICE, "alice", "alice before");
+    dc.dm(BOB, "bob", "bob before");
+    wait_sent(&dc, &daemon, 2).await;
+    daemon.kill();
+    // Discord forgot the session (too long down): the new one starts empty, but both chats
+    // are known and what was posted after the last stored message of each is fetched.
+    dc.invalidate_session();
+    dc.dm(ALICE, "alice", "alice while down");
+    dc.dm(BOB, "bob", "bob while down");
+    let daemon = start(&mut w, &dc).await;
+    let sent = wait_sent(&dc, &daemon, 4).await;
+    let mut got = texts(&sent[2..]);
+    got.sort();
+    assert_eq!(got, ["echo: alice while down", "echo: bob while down"]);
+    assert_eq!(dc.identifies(), 2, "a new session");
+    assert!(!dc.calls_of("list_messages").is_empty());
+    assert!(
+        daemon.log().contains("caught up on messages"),
+        "{}",
+        daemon.log()
+    );
+    dc.dm(ALICE, "alice", "sentinel");
+    wait_sent(&dc, &daemon, 5).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dc.sent().len(), 5, "nothing twice: {:?}", texts(&dc.sent()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

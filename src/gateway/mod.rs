@@ -302,6 +302,7 @@ impl Shared {
         Arc::new(intake::sink::AdapterSink {
             platform,
             inbox: self.store.inbox(),
+            settings: self.store.settings(),
             inbox_signal: self.inbox_signal.clone(),
             health: self.health.clone(),
         })

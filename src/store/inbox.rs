@@ -113,6 +113,16 @@ pub trait Inbox: Send + Sync {
     /// Rows set aside because they could not be decoded, for `hermes status`.
     async fn inbox_poisoned_count(&self) -> Result<u64>;
 
+    /// The chats (and threads) of `platform` a message was stored from since `since`, each
+    /// with the last message stored from it, most recent first, at most `limit`: where an
+    /// adapter looks for what was posted while it was not connected.
+    async fn inbox_recent_chats(
+        &self,
+        platform: Platform,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<hermes_adapter::SeenChat>>;
+
     /// Finish inbox rows with direct replies (chat commands, error notices), atomically.
     async fn reply_and_finish(
         &self,

@@ -149,6 +149,37 @@ pub trait InboundSink: Send + Sync {
     /// The listener works but something needs attention (Matrix messages waiting for their
     /// encryption keys); shown with the adapter's health without counting as an outage.
     fn attention(&self, _note: &str) {}
+
+    /// What this adapter kept under `key` with [`remember`](Self::remember), across restarts
+    /// of the daemon (a gateway session to resume, a cursor); `None` if nothing was kept or it
+    /// cannot be read.
+    async fn recall(&self, _key: &str) -> Option<String> {
+        None
+    }
+
+    /// Keep `value` under `key` for this adapter, durably (it survives a SIGKILL once this
+    /// returns `Ok`).
+    async fn remember(&self, _key: &str, _value: &str) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// The chats (and threads) of this platform a message was stored from since `since`, each
+    /// with the last message stored from it, most recent first and at most `limit`: where to
+    /// look for messages posted while the listener was not connected. Empty if unknown.
+    async fn recent_chats(&self, _since: crate::UnixMillis, _limit: usize) -> Vec<SeenChat> {
+        Vec::new()
+    }
+}
+
+/// A chat a message was stored from, with the last one stored ([`InboundSink::recent_chats`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenChat {
+    pub chat: crate::ChatId,
+    pub thread: Option<crate::ThreadId>,
+    /// The platform's id of the last message stored from this chat (and thread).
+    pub last: crate::MessageId,
+    /// When that message was stored.
+    pub at: crate::UnixMillis,
 }
 
 /// A messaging platform.

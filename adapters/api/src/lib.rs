@@ -17,8 +17,8 @@ mod secrets;
 mod session_key;
 
 pub use adapter::{
-    Adapter, AdapterError, Capabilities, Delivery, InboundSink, LengthUnit, SendError, SentId,
-    SinkError,
+    Adapter, AdapterError, Capabilities, Delivery, InboundSink, LengthUnit, SeenChat, SendError,
+    SentId, SinkError,
 };
 pub use message::{
     Attachment, AttachmentKind, Chat, ChatId, ChatKind, Message, MessageId, Platform, ReplyRef,

@@ -1,195 +1,327 @@
-//! The gateway listener: a serenity client whose event handler only forwards events, in the
-//! order they arrived, to one loop that stores each in the inbox (retrying while the inbox is
-//! unavailable, since Discord will not send it again), acknowledges button presses after that,
-//! and reports the connection's state to the health board.
+//! The gateway listener, on twilight-gateway (one shard): its session is kept in the store after
+//! every READY and as events are handled, so a restarted daemon RESUMEs it and Discord replays
+//! what was posted while it was down. A task polls the shard (which heartbeats, reconnects and
+//! resumes by itself) and forwards each frame; this loop stores events in the order they arrived
+//! (retrying while the inbox is unavailable, since Discord will not send them again), answers
+//! button presses after that, reports liveness from what it last received, and on a session it
+//! could not resume catches up on recent chats over REST (`catch_up.rs`).
+//!
+//! The sequence number kept is the last event this loop finished with, never one the shard
+//! received but this loop had not stored: a resume replays from there, and a replayed event the
+//! inbox already has is a no-op.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
+use futures_util::StreamExt;
 use hermes_adapter::{AdapterError, InboundSink};
-use serenity::all::{
-    Client, ClientBuilder, ComponentInteraction, ConnectionStage, Context, EventHandler,
-    GatewayError, GatewayIntents, GuildChannel, Interaction, Message as DiscordMessage,
-    RatelimitInfo, Ready, ResumedEvent, ShardStageUpdateEvent,
-};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serenity::all::{GuildChannel, Interaction, Message as DiscordMessage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use twilight_gateway::{
+    CloseFrame, ConfigBuilder, Intents, Message as Frame, Session, Shard, ShardId,
+};
 
 use crate::channels::Place;
-use crate::{BotIdentity, DiscordAdapter, inbound, outbound};
+use crate::receive::{store_button, store_message};
+use crate::{BotIdentity, DiscordAdapter, catch_up};
 
-/// Events waiting to be stored; the SDK's dispatch tasks wait when it is full.
-const QUEUE: usize = 256;
-/// How often the connection's state is looked at (a heartbeat to the health board while it
-/// is connected).
+/// How often the session is saved (when it moved) and liveness reported.
 const TICK: Duration = Duration::from_secs(5);
+/// Where the session is kept ([`InboundSink::remember`]).
+const SESSION_KEY: &str = "gateway.session";
+/// Longest silence (no frame at all) still counted as alive, whatever the heartbeat interval.
+const MIN_SILENCE: Duration = Duration::from_secs(10);
 
-enum Event {
-    Message(Box<DiscordMessage>),
-    Button(Box<ComponentInteraction>),
-    Thread(Box<GuildChannel>),
-    /// A session became live: READY (`true`, new session) or RESUMED.
-    Session(bool),
-    Stage {
-        old: ConnectionStage,
-        new: ConnectionStage,
-    },
+/// A gateway session to resume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Saved {
+    pub id: String,
+    pub seq: u64,
+    pub resume_url: String,
 }
 
-/// Forwards what the SDK dispatches into one queue, stored in queue order. serenity spawns a
-/// task per event, in gateway order; two events arriving within microseconds could in principle
-/// reach the queue swapped (the only ordering hermes does not control here).
-struct Forward {
-    tx: mpsc::Sender<Event>,
+/// What the shard's task forwards.
+enum Forwarded {
+    Text(String),
+    /// The connection closed (the shard reconnects by itself unless the code is fatal).
+    Closed(Option<u16>),
+    /// The shard gave up: closed with a code it cannot reconnect after.
+    Ended(Option<u16>),
 }
 
-impl Forward {
-    async fn push(&self, event: Event) {
-        // Closed only when the listener stopped; the event is then of no use.
-        let _ = self.tx.send(event).await;
-    }
+/// One gateway payload, its data left raw until its type is known.
+#[derive(Deserialize)]
+struct Payload<'a> {
+    op: u8,
+    #[serde(default)]
+    s: Option<u64>,
+    #[serde(default)]
+    t: Option<&'a str>,
+    #[serde(borrow, default)]
+    d: Option<&'a RawValue>,
 }
 
-#[async_trait]
-impl EventHandler for Forward {
-    async fn message(&self, _: Context, msg: DiscordMessage) {
-        self.push(Event::Message(Box::new(msg))).await;
-    }
-
-    async fn interaction_create(&self, _: Context, interaction: Interaction) {
-        if let Interaction::Component(c) = interaction {
-            self.push(Event::Button(Box::new(c))).await;
-        }
-    }
-
-    async fn thread_create(&self, _: Context, thread: GuildChannel) {
-        self.push(Event::Thread(Box::new(thread))).await;
-    }
-
-    async fn ready(&self, _: Context, ready: Ready) {
-        tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "Discord gateway ready (new session)");
-        self.push(Event::Session(true)).await;
-    }
-
-    async fn resume(&self, _: Context, _: ResumedEvent) {
-        tracing::info!("Discord gateway session resumed");
-        self.push(Event::Session(false)).await;
-    }
-
-    async fn shard_stage_update(&self, _: Context, update: ShardStageUpdateEvent) {
-        tracing::debug!(old = ?update.old, new = ?update.new, "Discord gateway stage");
-        self.push(Event::Stage {
-            old: update.old,
-            new: update.new,
-        })
-        .await;
-    }
-
-    async fn ratelimit(&self, info: RatelimitInfo) {
-        tracing::warn!(path = %info.path, wait = ?info.timeout, global = info.global, "Discord rate limit: waiting");
-    }
-}
-
-fn intents(message_content: bool) -> GatewayIntents {
-    let mut intents =
-        GatewayIntents::GUILDS | GatewayIntents::GUILD_MESSAGES | GatewayIntents::DIRECT_MESSAGES;
+fn intents(message_content: bool) -> Intents {
+    let mut intents = Intents::GUILDS | Intents::GUILD_MESSAGES | Intents::DIRECT_MESSAGES;
     if message_content {
-        intents |= GatewayIntents::MESSAGE_CONTENT;
+        intents |= Intents::MESSAGE_CONTENT;
     }
     intents
 }
 
-fn gateway_error(e: serenity::Error) -> AdapterError {
-    match e {
-        serenity::Error::Gateway(GatewayError::InvalidAuthentication) => {
-            AdapterError::Unauthorized("Discord rejected the bot token".into())
-        }
-        serenity::Error::Gateway(GatewayError::DisallowedGatewayIntents) => AdapterError::Fatal(
+/// Why the gateway closed for good, from its close code.
+fn fatal(code: Option<u16>) -> AdapterError {
+    match code {
+        Some(4004) => AdapterError::Unauthorized("Discord rejected the bot token".into()),
+        Some(4014) => AdapterError::Fatal(
             "Discord refused the Message Content intent: enable it for the bot in the developer portal (Bot > Privileged Gateway Intents) or set discord.message_content = false".into(),
         ),
-        other => AdapterError::Transient(format!("Discord gateway: {other}")),
+        Some(code) => AdapterError::Fatal(format!("Discord closed the gateway with code {code}")),
+        None => AdapterError::Transient("Discord gateway closed".into()),
     }
 }
 
-/// Receive until `shutdown`, or until the SDK gives up on the gateway.
+/// Poll the shard and forward every frame until it gives up or the receiver is gone.
+async fn pump(mut shard: Shard, tx: mpsc::UnboundedSender<Forwarded>) {
+    let mut last_close = None;
+    while let Some(item) = shard.next().await {
+        let forwarded = match item {
+            Ok(Frame::Text(text)) => Forwarded::Text(text),
+            Ok(Frame::Close(frame)) => {
+                last_close = frame.as_ref().map(|f| f.code);
+                Forwarded::Closed(last_close)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Discord gateway: cannot connect or read; retrying");
+                continue;
+            }
+        };
+        if tx.send(forwarded).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Forwarded::Ended(last_close));
+}
+
+/// Receive until `shutdown`, or until Discord closes the gateway for good.
 pub(crate) async fn run(
     adapter: &DiscordAdapter,
     me: BotIdentity,
     sink: Arc<dyn InboundSink>,
     shutdown: CancellationToken,
 ) -> Result<(), AdapterError> {
-    let (tx, mut rx) = mpsc::channel(QUEUE);
-    let mut client: Client = ClientBuilder::new_with_http(
-        adapter.rest.http_for_gateway(),
+    let url = match &adapter.settings.gateway_url {
+        Some(u) => u.as_str().trim_end_matches('/').to_owned(),
+        None => adapter.rest.gateway_url().await.map_err(|e| {
+            AdapterError::Transient(format!("cannot ask Discord for its gateway: {e}"))
+        })?,
+    };
+    let saved: Option<Saved> = sink
+        .recall(SESSION_KEY)
+        .await
+        .and_then(|s| serde_json::from_str(&s).ok());
+    let mut config = ConfigBuilder::new(
+        adapter.settings.token.clone(),
         intents(adapter.settings.message_content),
     )
-    .event_handler(Forward { tx })
-    .await
-    .map_err(gateway_error)?;
-    if let Some(url) = &adapter.settings.gateway_url {
-        // The shard manager reads this shared URL when a shard connects.
-        *client.ws_url.lock().await = url.as_str().trim_end_matches('/').to_owned();
+    .proxy_url(url);
+    if let Some(s) = &saved {
+        tracing::info!(session = %s.id, seq = s.seq, "Discord: resuming the gateway session of the last run");
+        config = config
+            .session(Session::new(s.seq, s.id.clone()))
+            .resume_url(s.resume_url.clone());
     }
-    let manager = client.shard_manager.clone();
-    let mut gateway = tokio::spawn(async move { client.start().await });
+    let shard = Shard::with_config(ShardId::ONE, config.build());
+    let sender = shard.sender();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pump = tokio::spawn(pump(shard, tx));
+    let mut state = State {
+        session: saved.clone(),
+        kept: saved,
+        link: Link::default(),
+        last_frame: Instant::now(),
+        heartbeat_every: None,
+    };
     let mut tick = tokio::time::interval(TICK);
-    let mut link = Link::default();
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            ended = &mut gateway => break Err(match ended {
-                Ok(Ok(())) => AdapterError::Transient("Discord gateway closed".into()),
-                Ok(Err(e)) => gateway_error(e),
-                Err(e) => AdapterError::Fatal(format!("Discord gateway task failed: {e}")),
-            }),
-            Some(event) = rx.recv() => match event {
-                Event::Stage { old, new } => {
-                    if let Some(outage) = link.stage(old, new) {
+            frame = rx.recv() => match frame {
+                None => break Err(AdapterError::Transient("Discord gateway task ended".into())),
+                Some(Forwarded::Ended(code)) => break Err(fatal(code)),
+                Some(Forwarded::Closed(code)) => {
+                    if matches!(code, Some(4004 | 4010..=4014)) {
+                        continue; // the shard ends next; reported then
+                    }
+                    if let Some(outage) = state.link.closed(code) {
                         tracing::warn!("Discord {outage}");
                         sink.disconnected(&outage);
                     }
                 }
-                Event::Session(new_session) => {
-                    if let Some(outage) = link.session() {
-                        tracing::warn!("Discord {outage}");
-                        sink.disconnected(&outage);
-                    }
-                    if link.sessions > 1 {
-                        tracing::info!(resumed = !new_session, "Discord gateway back after an outage");
-                    }
-                    sink.heartbeat();
-                }
-                Event::Thread(thread) => {
-                    adapter.channels.remember(thread.id.get(), Place::of(&thread));
-                    adapter.remember_thread(thread.id.get());
-                }
-                Event::Message(msg) => {
-                    if !store_message(adapter, &me, sink.as_ref(), &msg, &shutdown).await {
-                        break Ok(());
-                    }
-                }
-                Event::Button(press) => {
-                    if !store_button(adapter, sink.as_ref(), &press, &shutdown).await {
+                Some(Forwarded::Text(text)) => {
+                    state.last_frame = Instant::now();
+                    if !handle(adapter, &me, sink.as_ref(), &mut state, &text, &shutdown).await {
                         break Ok(());
                     }
                 }
             },
             _ = tick.tick() => {
-                let runners = manager.runners.lock().await;
-                let up = runners.values().any(|r| r.stage == ConnectionStage::Connected);
-                drop(runners);
-                if up {
+                state.keep(sink.as_ref()).await;
+                let allowed = state.heartbeat_every.map_or(MIN_SILENCE, |h| (h * 2).max(MIN_SILENCE));
+                if state.last_frame.elapsed() < allowed && state.link.up {
                     sink.heartbeat();
                 }
             }
         }
     };
-    manager.shutdown_all().await;
-    if !gateway.is_finished() {
-        let _ = tokio::time::timeout(Duration::from_secs(5), gateway).await;
-    }
+    // Close so that the session can be resumed by the next run, and keep where it stood.
+    let _ = sender.close(CloseFrame::RESUME);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    pump.abort();
+    state.keep(sink.as_ref()).await;
     result
+}
+
+/// What the loop knows of its session and connection.
+struct State {
+    /// The live session, with the last sequence number handled.
+    session: Option<Saved>,
+    /// What was last kept in the store.
+    kept: Option<Saved>,
+    link: Link,
+    last_frame: Instant,
+    heartbeat_every: Option<Duration>,
+}
+
+impl State {
+    /// Keep the session in the store when it moved.
+    async fn keep(&mut self, sink: &dyn InboundSink) {
+        if self.session == self.kept {
+            return;
+        }
+        let Some(s) = &self.session else {
+            return;
+        };
+        let Ok(json) = serde_json::to_string(s) else {
+            return;
+        };
+        match sink.remember(SESSION_KEY, &json).await {
+            Ok(()) => self.kept = self.session.clone(),
+            Err(e) => tracing::warn!(error = %e, "cannot keep the Discord gateway session"),
+        }
+    }
+
+    fn handled(&mut self, seq: Option<u64>) {
+        if let (Some(s), Some(seq)) = (self.session.as_mut(), seq) {
+            s.seq = s.seq.max(seq);
+        }
+    }
+}
+
+/// The data of a READY.
+#[derive(Deserialize)]
+struct Ready {
+    session_id: String,
+    resume_gateway_url: String,
+}
+
+#[derive(Deserialize)]
+struct Hello {
+    heartbeat_interval: u64,
+}
+
+/// Handle one frame. `false`: shut down meanwhile.
+async fn handle(
+    adapter: &DiscordAdapter,
+    me: &BotIdentity,
+    sink: &dyn InboundSink,
+    state: &mut State,
+    text: &str,
+    shutdown: &CancellationToken,
+) -> bool {
+    let Ok(p) = serde_json::from_str::<Payload<'_>>(text) else {
+        tracing::warn!("Discord gateway: a frame that is not a gateway payload; skipped");
+        return true;
+    };
+    let data = p.d.map_or("null", RawValue::get);
+    match (p.op, p.t) {
+        (10, _) => {
+            if let Ok(h) = serde_json::from_str::<Hello>(data) {
+                state.heartbeat_every = Some(Duration::from_millis(h.heartbeat_interval));
+            }
+        }
+        (11, _) => sink.heartbeat(),
+        (0, Some("READY")) => {
+            let Ok(ready) = serde_json::from_str::<Ready>(data) else {
+                tracing::warn!("Discord gateway: a READY without its session");
+                return true;
+            };
+            tracing::info!(session = %ready.session_id, "Discord gateway ready (new session)");
+            state.session = Some(Saved {
+                id: ready.session_id,
+                seq: p.s.unwrap_or(0),
+                resume_url: ready.resume_gateway_url,
+            });
+            state.keep(sink).await;
+            session_up(sink, state);
+            // Whatever was posted while no session was live is not replayed: fetch it.
+            if !catch_up::recent(adapter, me, sink, shutdown).await {
+                return false;
+            }
+        }
+        (0, Some("RESUMED")) => {
+            tracing::info!("Discord gateway session resumed");
+            session_up(sink, state);
+        }
+        (0, Some("MESSAGE_CREATE")) => match serde_json::from_str::<DiscordMessage>(data) {
+            Ok(msg) => {
+                if !store_message(adapter, me, sink, &msg, shutdown).await {
+                    return false;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "Discord gateway: a message that cannot be read; skipped")
+            }
+        },
+        (0, Some("INTERACTION_CREATE")) => match serde_json::from_str::<Interaction>(data) {
+            Ok(Interaction::Component(press)) => {
+                if !store_button(adapter, sink, &press, shutdown).await {
+                    return false;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "Discord gateway: an interaction that cannot be read; skipped")
+            }
+        },
+        (0, Some("THREAD_CREATE")) => {
+            if let Ok(thread) = serde_json::from_str::<GuildChannel>(data) {
+                adapter
+                    .channels
+                    .remember(thread.id.get(), Place::of(&thread));
+                adapter.remember_thread(thread.id.get());
+            }
+        }
+        _ => {}
+    }
+    if p.op == 0 {
+        state.handled(p.s);
+    }
+    true
+}
+
+fn session_up(sink: &dyn InboundSink, state: &mut State) {
+    if let Some(outage) = state.link.session() {
+        tracing::warn!("Discord {outage}");
+        sink.disconnected(&outage);
+    }
+    if state.link.sessions > 1 {
+        tracing::info!("Discord gateway back after an outage");
+    }
+    sink.heartbeat();
 }
 
 /// What the listener knows of its connection, to report each outage once.
@@ -198,101 +330,31 @@ struct Link {
     /// Sessions that became live in this run; every one after the first followed an outage.
     sessions: u32,
     outage_reported: bool,
+    /// A session is live (READY or RESUMED since the last close).
+    up: bool,
 }
 
 impl Link {
-    /// A stage change; `Some(reason)` when it is the start of an outage.
-    fn stage(&mut self, old: ConnectionStage, new: ConnectionStage) -> Option<String> {
-        let lost = old == ConnectionStage::Connected && new != ConnectionStage::Connected;
-        if !lost || self.outage_reported {
+    /// The connection closed; `Some(reason)` when it is the start of an outage.
+    fn closed(&mut self, code: Option<u16>) -> Option<String> {
+        self.up = false;
+        if self.outage_reported {
             return None;
         }
         self.outage_reported = true;
-        Some(format!("gateway disconnected ({new:?}); reconnecting"))
+        Some(match code {
+            Some(c) => format!("gateway disconnected (close code {c}); reconnecting"),
+            None => "gateway disconnected; reconnecting".to_owned(),
+        })
     }
 
-    /// A session became live (READY or RESUMED); `Some(reason)` for an outage not reported yet
-    /// (the drop and the reconnect fell between two stage updates).
+    /// A session became live (READY or RESUMED); `Some(reason)` for an outage not reported yet.
     fn session(&mut self) -> Option<String> {
         self.sessions += 1;
+        self.up = true;
         let unreported = self.sessions > 1 && !self.outage_reported;
         self.outage_reported = false;
         unreported.then(|| "gateway disconnected; reconnected".to_owned())
-    }
-}
-
-/// Store one message, retrying while the inbox is unavailable. `false`: shut down meanwhile.
-async fn store_message(
-    adapter: &DiscordAdapter,
-    me: &BotIdentity,
-    sink: &dyn InboundSink,
-    msg: &DiscordMessage,
-    shutdown: &CancellationToken,
-) -> bool {
-    if msg.author.id.get() == me.id {
-        return true;
-    }
-    let place = adapter
-        .channels
-        .place(&adapter.rest, msg.channel_id, msg.guild_id)
-        .await;
-    if let Place::Thread { .. } = place {
-        adapter.remember_thread(msg.channel_id.get());
-    }
-    let roles = match msg.guild_id {
-        Some(g) if !msg.mention_roles.is_empty() => {
-            adapter.channels.bot_roles(&adapter.rest, g, me.id).await
-        }
-        _ => Vec::new(),
-    };
-    let Some(converted) = inbound::message(msg, me.id, place, &roles, &adapter.settings) else {
-        return true;
-    };
-    deliver(sink, converted, shutdown).await.is_some()
-}
-
-/// Store a button press, then acknowledge it to Discord. `false`: shut down meanwhile.
-async fn store_button(
-    adapter: &DiscordAdapter,
-    sink: &dyn InboundSink,
-    press: &ComponentInteraction,
-    shutdown: &CancellationToken,
-) -> bool {
-    let place = adapter
-        .channels
-        .place(&adapter.rest, press.channel_id, press.guild_id)
-        .await;
-    let Some(converted) = inbound::button(press, place, &adapter.settings) else {
-        return true;
-    };
-    if deliver(sink, converted, shutdown).await.is_none() {
-        return false;
-    }
-    if let Err(e) = outbound::acknowledge(&adapter.rest, press.id, &press.token).await {
-        tracing::debug!(error = %e, "cannot acknowledge a Discord button press");
-    }
-    true
-}
-
-/// Hand a message to the inbox until it is stored; `None` if shut down first.
-async fn deliver(
-    sink: &dyn InboundSink,
-    msg: hermes_adapter::Message,
-    shutdown: &CancellationToken,
-) -> Option<hermes_adapter::Delivery> {
-    let mut wait = Duration::from_millis(250);
-    loop {
-        match sink.deliver(msg.clone()).await {
-            Ok(d) => return Some(d),
-            Err(e) => {
-                tracing::error!(error = %e, message = %msg.id, retry_in = ?wait, "cannot store a Discord message; retrying (Discord does not send it again)");
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = shutdown.cancelled() => return None,
-                }
-                wait = (wait * 2).min(Duration::from_secs(30));
-            }
-        }
     }
 }
 
@@ -302,23 +364,51 @@ mod tests {
 
     #[test]
     fn each_outage_is_reported_once() {
-        use ConnectionStage::*;
         let mut link = Link::default();
-        assert_eq!(link.stage(Identifying, Connected), None);
         assert_eq!(link.session(), None, "the first session is no outage");
-        // A drop seen by a stage update, then the resume: one report.
-        assert!(link.stage(Connected, Resuming).is_some());
-        assert_eq!(link.stage(Resuming, Connecting), None);
+        // A close, then the resume: one report.
+        assert!(link.closed(Some(1006)).is_some());
+        assert_eq!(
+            link.closed(None),
+            None,
+            "a failed reconnect is the same outage"
+        );
         assert_eq!(link.session(), None);
-        // A drop and resume between two stage updates: reported when the session is back.
+        // A drop and resume between two closes seen: reported when the session is back.
         assert!(link.session().is_some());
         assert_eq!(link.sessions, 3);
     }
 
     #[test]
     fn message_content_is_asked_for_only_when_configured() {
-        assert!(intents(true).contains(GatewayIntents::MESSAGE_CONTENT));
-        assert!(!intents(false).contains(GatewayIntents::MESSAGE_CONTENT));
-        assert!(intents(false).contains(GatewayIntents::DIRECT_MESSAGES));
+        assert!(intents(true).contains(Intents::MESSAGE_CONTENT));
+        assert!(!intents(false).contains(Intents::MESSAGE_CONTENT));
+        assert!(intents(false).contains(Intents::DIRECT_MESSAGES));
+    }
+
+    #[test]
+    fn fatal_close_codes_say_what_to_do() {
+        assert!(matches!(fatal(Some(4004)), AdapterError::Unauthorized(_)));
+        assert!(fatal(Some(4014)).to_string().contains("Message Content"));
+        assert!(matches!(fatal(None), AdapterError::Transient(_)));
+    }
+
+    #[test]
+    fn the_kept_sequence_is_the_last_handled_and_never_goes_back() {
+        let mut state = State {
+            session: Some(Saved {
+                id: "s".into(),
+                seq: 5,
+                resume_url: "ws://x".into(),
+            }),
+            kept: None,
+            link: Link::default(),
+            last_frame: Instant::now(),
+            heartbeat_every: None,
+        };
+        state.handled(Some(7));
+        state.handled(Some(6));
+        state.handled(None);
+        assert_eq!(state.session.as_ref().unwrap().seq, 7);
     }
 }

@@ -1,5 +1,5 @@
-//! Discord adapter for hermes, on serenity: the gateway websocket for inbound events, the REST
-//! API for replies.
+//! Discord adapter for hermes: the gateway websocket (twilight-gateway) for inbound events, the
+//! REST API (serenity) for replies and catch-up.
 //!
 //! # What the bot looks at
 //!
@@ -33,14 +33,22 @@
 //! default URL serenity's own rate limiter waits out Discord's buckets; with any other URL
 //! serenity disables its limiter (it cannot route it through the proxy), so a 429 comes back to
 //! hermes as [`SendError::RetryAfter`] with Discord's `retry_after`, and the outbox waits.
-//! Gateway reconnects (RESUME, or IDENTIFY when the session is gone) are serenity's; the
-//! adapter reports each disconnect to the health board and a heartbeat while connected.
+//! # The gateway
+//!
+//! The websocket is twilight-gateway's (serenity's client cannot resume a session it did not
+//! start): reconnects, RESUME and heartbeats are its own. The session (id, sequence number of
+//! the last event stored, resume URL) is kept in the store, so a restarted daemon resumes it and
+//! Discord replays what was posted meanwhile; when it cannot, recent chats are caught up on over
+//! REST. Liveness is what was last received (events, heartbeat acknowledgements), not an open
+//! socket. serenity stays for REST and the message model.
 
+mod catch_up;
 mod channels;
 mod format;
 mod gateway;
 mod inbound;
 mod outbound;
+mod receive;
 mod rest;
 
 use std::collections::HashSet;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hermes_adapter::SendError;
 use serde::de::DeserializeOwned;
-use serenity::http::{Http, HttpBuilder, HttpError, Request};
+use serenity::http::{Http, HttpBuilder, HttpError, LightMethod, Request, Route};
+use serenity::model::id::ChannelId;
 use serenity::model::user::CurrentUser;
 
 /// Discord's error code for "Invalid Form Body" (a field too long, among others).
@@ -24,7 +25,6 @@ pub(crate) struct Rest {
     client: reqwest::Client,
     /// The REST base when it is not Discord itself (serenity's rate limiter is then off).
     proxy: Option<String>,
-    token: String,
 }
 
 impl Rest {
@@ -40,13 +40,7 @@ impl Rest {
             http: Arc::new(build_http(token, proxy.as_deref(), client.clone())),
             client,
             proxy,
-            token: token.to_owned(),
         }
-    }
-
-    /// A fresh `Http` with the same settings, for a gateway client (which takes ownership).
-    pub(crate) fn http_for_gateway(&self) -> Http {
-        build_http(&self.token, self.proxy.as_deref(), self.client.clone())
     }
 
     /// Whether 429s reach us (proxy mode) rather than being waited out by serenity.
@@ -76,6 +70,39 @@ impl Rest {
             return Ok(response);
         }
         Err(classify_response(response).await)
+    }
+
+    /// Where the gateway is (`GET /gateway/bot`).
+    pub(crate) async fn gateway_url(&self) -> Result<String, SendError> {
+        #[derive(serde::Deserialize)]
+        struct Gateway {
+            url: String,
+        }
+        let req = Request::new(Route::GatewayBot, LightMethod::Get);
+        let g: Gateway = self.json(req).await?;
+        Ok(g.url.trim_end_matches('/').to_owned())
+    }
+
+    /// Up to `limit` messages of `channel` posted after message `after`, oldest first.
+    pub(crate) async fn messages_after(
+        &self,
+        channel: u64,
+        after: u64,
+        limit: u8,
+    ) -> Result<Vec<serenity::model::channel::Message>, SendError> {
+        let req = Request::new(
+            Route::ChannelMessages {
+                channel_id: ChannelId::new(channel),
+            },
+            LightMethod::Get,
+        )
+        .params(Some(vec![
+            ("after", after.to_string()),
+            ("limit", limit.to_string()),
+        ]));
+        let mut messages: Vec<serenity::model::channel::Message> = self.json(req).await?;
+        messages.sort_by_key(|m| m.id);
+        Ok(messages)
     }
 
     /// Execute `req` and parse the JSON answer.

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hermes_adapter::{Delivery, InboundSink, Message, Platform, SinkError};
+use hermes_adapter::{Delivery, InboundSink, Message, Platform, SeenChat, SinkError, UnixMillis};
 use tokio::sync::Notify;
 
 use crate::gateway::adapters::health::{HealthBoard, ListenerState};
 use crate::metrics::{Metrics, metrics};
-use crate::store::Inbox;
+use crate::store::{Inbox, Settings};
 
 /// Longest text kept from one inbound message; the rest is cut with a note (bounded memory,
 /// bounded prompts).
@@ -49,6 +49,8 @@ fn bound(msg: &mut Message) {
 pub struct AdapterSink {
     pub platform: Platform,
     pub inbox: Arc<dyn Inbox>,
+    /// Where what the adapter keeps across restarts lives (scope `adapter:<platform>`).
+    pub settings: Arc<dyn Settings>,
     pub inbox_signal: Arc<Notify>,
     pub health: Arc<HealthBoard>,
 }
@@ -105,6 +107,34 @@ impl InboundSink for AdapterSink {
             ListenerState::Restarting,
             Some(reason.to_owned()),
         );
+    }
+
+    async fn recall(&self, key: &str) -> Option<String> {
+        let scope = format!("adapter:{}", self.platform);
+        self.settings
+            .setting(&scope, key)
+            .await
+            .map_err(|e| tracing::warn!(platform = %self.platform, key, error = %e, "cannot read what the adapter kept"))
+            .ok()
+            .flatten()
+    }
+
+    async fn remember(&self, key: &str, value: &str) -> Result<(), SinkError> {
+        let scope = format!("adapter:{}", self.platform);
+        self.settings
+            .set_setting(&scope, key, value)
+            .await
+            .map_err(|e| SinkError(e.to_string()))
+    }
+
+    async fn recent_chats(&self, since: UnixMillis, limit: usize) -> Vec<SeenChat> {
+        self.inbox
+            .inbox_recent_chats(self.platform, since, limit)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(platform = %self.platform, error = %e, "cannot list the chats to catch up on");
+                Vec::new()
+            })
     }
 }
 

@@ -190,6 +190,37 @@ impl Inbox for SqliteStore {
         .await
     }
 
+    async fn inbox_recent_chats(
+        &self,
+        platform: Platform,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<hermes_adapter::SeenChat>> {
+        let platform = platform.as_str();
+        self.call(move |c| {
+            // SQLite's MAX() picks the other bare columns from the row holding the maximum:
+            // the last message stored from each chat and thread.
+            let mut stmt = c.prepare_cached(
+                "SELECT chat_id, json_extract(payload, '$.thread') AS thread, message_id,
+                        received_at, MAX(id) AS last
+                   FROM inbox WHERE platform = ?1 AND received_at >= ?2
+                  GROUP BY chat_id, thread ORDER BY last DESC LIMIT ?3",
+            )?;
+            let rows = stmt
+                .query_map(params![platform, since, limit as i64], |r| {
+                    Ok(hermes_adapter::SeenChat {
+                        chat: hermes_adapter::ChatId(r.get(0)?),
+                        thread: r.get::<_, Option<String>>(1)?.map(hermes_adapter::ThreadId),
+                        last: hermes_adapter::MessageId(r.get(2)?),
+                        at: r.get(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+        .await
+    }
+
     async fn inbox_poisoned_count(&self) -> Result<u64> {
         self.call(|c| {
             Ok(c.query_row(

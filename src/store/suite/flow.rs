@@ -166,3 +166,62 @@ pub(crate) async fn history_round_trips_tool_calls_and_inbox_messages_are_idempo
         (4, 1, 10)
     );
 }
+
+pub(crate) async fn recent_chats_name_the_last_message_of_each_chat_and_thread(store: Store) {
+    let before = hermes_adapter::now_millis();
+    for (chat, id, thread) in [
+        ("a", "1", None),
+        ("b", "2", None),
+        ("a", "3", None),
+        ("a", "4", Some("t1")),
+        ("b", "5", None),
+    ] {
+        let mut m = message(chat, id, "hi");
+        m.thread = thread.map(Into::into);
+        store.inbox_insert(&m).await.unwrap();
+    }
+    let mut other = message("c", "6", "hi");
+    other.platform = Platform::Discord;
+    store.inbox_insert(&other).await.unwrap();
+    let seen = store
+        .inbox_recent_chats(Platform::Telegram, before, 10)
+        .await
+        .unwrap();
+    let got: Vec<(&str, Option<&str>, &str)> = seen
+        .iter()
+        .map(|s| {
+            (
+                s.chat.as_str(),
+                s.thread.as_ref().map(|t| t.as_str()),
+                s.last.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("b", None, "5"), ("a", Some("t1"), "4"), ("a", None, "3")],
+        "most recent first, one per chat and thread, other platforms apart"
+    );
+    assert!(seen.iter().all(|s| s.at >= before));
+    assert_eq!(
+        store
+            .inbox_recent_chats(Platform::Telegram, before, 1)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "bounded"
+    );
+    assert!(
+        store
+            .inbox_recent_chats(
+                Platform::Telegram,
+                hermes_adapter::now_millis() + 60_000,
+                10
+            )
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing stored since then"
+    );
+}

@@ -21,6 +21,7 @@ macro_rules! store_suite {
             flow::inbox_flows_from_new_to_queued_to_done,
             flow::outbox_sends_one_chat_in_order_and_chats_independently,
             flow::history_round_trips_tool_calls_and_inbox_messages_are_idempotent,
+            flow::recent_chats_name_the_last_message_of_each_chat_and_thread,
             search::a_phrase_from_an_earlier_session_is_found_with_its_context,
             search::near_hits_share_an_excerpt_and_distant_ones_do_not,
             search::sessions_come_newest_first_with_bounded_hits,

@@ -5,6 +5,7 @@
 // Handlers return the finished error response early; its size does not matter in a test fake.
 #![allow(clippy::result_large_err)]
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -225,6 +226,50 @@ async fn get_channel(
         Some(c) => axum::Json(c.clone()).into_response(),
         None => error(404, 10003, "Unknown Channel"),
     }
+}
+
+/// `GET /channels/{id}/messages?after=&limit=`: the `limit` (default 50, at most 100) messages
+/// right after `after`, newest first, as Discord returns them.
+async fn list_messages(
+    State(st): State<St>,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = admit(
+        &st,
+        "list_messages",
+        &method,
+        &format!("/channels/{id}/messages"),
+        &headers,
+    ) {
+        return r;
+    }
+    let id = match parse_id(&id) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let s = lock(&st);
+    if !s.channels.contains_key(&id) {
+        return error(404, 10003, "Unknown Channel");
+    }
+    let after: u64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);
+    let limit: usize = q
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(50)
+        .clamp(1, 100);
+    let mut found: Vec<(u64, Value)> = s
+        .messages
+        .iter()
+        .filter(|(mid, m)| **mid > after && m["channel_id"].as_str() == Some(&id.to_string()))
+        .map(|(mid, m)| (*mid, m.clone()))
+        .collect();
+    found.sort_by_key(|(mid, _)| *mid);
+    found.truncate(limit);
+    found.reverse();
+    axum::Json(found.into_iter().map(|(_, m)| m).collect::<Vec<_>>()).into_response()
 }
 
 async fn get_member(
@@ -511,7 +556,10 @@ pub fn router(st: St) -> Router {
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/users/@me", get(me))
         .route("/api/v10/channels/{id}", get(get_channel))
-        .route("/api/v10/channels/{id}/messages", post(create_message))
+        .route(
+            "/api/v10/channels/{id}/messages",
+            post(create_message).get(list_messages),
+        )
         .route("/api/v10/channels/{id}/messages/{mid}", patch(edit_message))
         .route("/api/v10/channels/{id}/typing", post(typing))
         .route(

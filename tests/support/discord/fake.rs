@@ -183,6 +183,8 @@ impl FakeDiscord {
         let app: Router = api::router(st.clone()).merge(
             Router::new()
                 .route("/gateway", get(upgrade))
+                // twilight connects to `{url}/?v=10&encoding=json`.
+                .route("/gateway/", get(upgrade))
                 .route("/attachments/{name}", get(cdn))
                 .with_state(st.clone()),
         );
