@@ -136,6 +136,62 @@ async fn a_reply_in_the_thread_continues_the_session() {
 }
 
 #[tokio::test]
+async fn two_new_mails_sent_back_to_back_are_each_answered_in_their_own_thread() {
+    // Once: the second mail interrupted the first one's turn and they were answered together,
+    // once, in the second's thread. A new mail thread is a conversation of its own.
+    let mut mw = MailWorld::new(CONFIG).await;
+    let gate = support::llm::Gate::new();
+    mw.w.llm
+        .push(Reply::text("About the invoice: paid.").after(gate.clone()));
+    mw.w.llm.push(Reply::text("About the trip: booked."));
+    let _d = mw.start().await;
+    let alice = mw.alice_addr.clone();
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "inv@alice.test", "Invoice", "Was it paid?", ""),
+    );
+    mw.w.llm.wait_requests(1, WAIT).await;
+    mw.send_to_bot(
+        &alice,
+        &mw.text_mail(&alice, "trip@alice.test", "Trip", "Is it booked?", ""),
+    );
+    mw.w.llm.wait_requests(2, WAIT).await;
+    gate.open();
+    let replies = mw.wait_mails(&mw.alice, 2, WAIT).await;
+    let mut threads: Vec<(String, String)> = replies
+        .iter()
+        .map(|r| {
+            (
+                header(r, "In-Reply-To").unwrap_or_default(),
+                body_text(r).lines().next().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    threads.sort();
+    assert_eq!(
+        threads,
+        [
+            ("<inv@alice.test>".into(), "About the invoice: paid.".into()),
+            ("<trip@alice.test>".into(), "About the trip: booked.".into()),
+        ]
+    );
+    let asked: Vec<String> =
+        mw.w.llm
+            .requests()
+            .iter()
+            .map(|r| r.last_user_text().unwrap_or_default())
+            .collect();
+    assert!(
+        asked[0].contains("Was it paid?") && !asked[0].contains("Is it booked?"),
+        "{asked:?}"
+    );
+    assert!(
+        asked[1].contains("Is it booked?") && !asked[1].contains("Was it paid?"),
+        "each thread on its own: {asked:?}"
+    );
+}
+
+#[tokio::test]
 async fn loops_lists_bounces_and_strangers_get_no_reply_and_no_model_call() {
     let mut mw = MailWorld::new(CONFIG).await;
     let _d = mw.start().await;

@@ -40,6 +40,7 @@ fn message(chat: usize, id: usize) -> Message {
         reply_to: None,
         sent_at: 0,
         subject: None,
+        topic: None,
         trigger: Trigger::Direct,
     }
 }

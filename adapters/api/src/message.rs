@@ -243,6 +243,12 @@ pub struct Message {
     /// Email subject line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// A conversation of its own inside a direct chat, where the platform has such a thing: an
+    /// email thread, named by the `Message-ID` of its first mail. A direct chat's messages with
+    /// different topics are different sessions (answered each on their own); `None` where a
+    /// direct chat is one conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<ThreadId>,
     pub trigger: Trigger,
 }
 
@@ -290,6 +296,7 @@ mod tests {
             reply_to: None,
             sent_at: 0,
             subject: None,
+            topic: None,
             trigger: Trigger::Direct,
         }
     }

@@ -34,8 +34,11 @@ pub enum GroupSessions {
 /// Which part of a platform a session covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SessionScope {
+    /// A direct chat with one person; `topic` names a conversation of its own inside it (an
+    /// email thread), `None` where the chat is one conversation.
     Direct {
         user: UserId,
+        topic: Option<ThreadId>,
     },
     /// Group chat; `user: None` means shared by the whole chat (or thread).
     Group {
@@ -56,7 +59,10 @@ impl SessionKey {
     pub fn direct(platform: Platform, user: impl Into<UserId>) -> Self {
         SessionKey {
             platform,
-            scope: SessionScope::Direct { user: user.into() },
+            scope: SessionScope::Direct {
+                user: user.into(),
+                topic: None,
+            },
         }
     }
 
@@ -72,7 +78,7 @@ impl SessionKey {
     /// in a group and a group's content stays with that group. Escaped like the key.
     pub fn owner(&self) -> String {
         match &self.scope {
-            SessionScope::Direct { user } => {
+            SessionScope::Direct { user, .. } => {
                 let mut s = String::from(self.platform.as_str());
                 s.push(':');
                 escape(&mut s, user.as_str());
@@ -88,6 +94,7 @@ impl SessionKey {
         let scope = match msg.chat.kind {
             ChatKind::Direct => SessionScope::Direct {
                 user: msg.sender.id.clone(),
+                topic: msg.topic.clone(),
             },
             ChatKind::Group | ChatKind::Channel => {
                 let shared = msg.thread.is_some() || groups == GroupSessions::PerChat;
@@ -123,7 +130,13 @@ impl fmt::Display for SessionKey {
         let mut s = String::from(self.platform.as_str());
         s.push(':');
         match &self.scope {
-            SessionScope::Direct { user } => escape(&mut s, user.as_str()),
+            SessionScope::Direct { user, topic } => {
+                escape(&mut s, user.as_str());
+                if let Some(topic) = topic {
+                    s.push('#');
+                    escape(&mut s, topic.as_str());
+                }
+            }
             SessionScope::Group { chat, thread, user } => {
                 escape(&mut s, chat.as_str());
                 if let Some(thread) = thread {
@@ -214,7 +227,14 @@ impl FromStr for SessionKey {
         let scope = match parts.as_slice() {
             [_, user] if !user.star => SessionScope::Direct {
                 user: UserId(user.text.clone()),
+                topic: None,
             },
+            [_, user, topic] if user.end == Some('#') && !user.star && !topic.star => {
+                SessionScope::Direct {
+                    user: UserId(user.text.clone()),
+                    topic: Some(ThreadId(topic.text.clone())),
+                }
+            }
             [_, chat, last] if chat.end == Some(':') => SessionScope::Group {
                 chat: ChatId(chat.text.clone()),
                 thread: None,
@@ -229,7 +249,7 @@ impl FromStr for SessionKey {
             }
             _ => {
                 return Err(err(
-                    "expected platform:user, platform:chat[#thread]:user or …:*",
+                    "expected platform:user[#topic], platform:chat[#thread]:user or …:*",
                 ));
             }
         };
@@ -284,8 +304,19 @@ mod tests {
 
     #[test]
     fn separators_inside_ids_cannot_collide() {
+        let topic = |user: &str, topic: &str| SessionKey {
+            platform: Platform::Telegram,
+            scope: SessionScope::Direct {
+                user: user.into(),
+                topic: Some(topic.into()),
+            },
+        };
         let keys = [
             SessionKey::direct(Platform::Matrix, "@a:b.org"),
+            topic("a", "b"),
+            topic("a", "b:c"),
+            topic("a#b", "c"),
+            topic("a", "*"),
             group("a", None, Some("b")),
             group("a:b", None, None),
             group("a", None, Some("*")),
@@ -357,6 +388,7 @@ mod tests {
             reply_to: None,
             sent_at: 0,
             subject: None,
+            topic: None,
             trigger: Trigger::Mention,
         };
         assert_eq!(
@@ -371,6 +403,20 @@ mod tests {
         assert_eq!(
             SessionKey::for_message(&m, GroupSessions::PerUser).to_string(),
             "telegram:-100#5:*"
+        );
+        // A direct chat is one conversation, unless the platform names a topic (a mail thread).
+        m.chat.kind = ChatKind::Direct;
+        assert_eq!(
+            SessionKey::for_message(&m, GroupSessions::PerUser).to_string(),
+            "telegram:9"
+        );
+        m.topic = Some("root@mail".into());
+        let key = SessionKey::for_message(&m, GroupSessions::PerUser);
+        assert_eq!(key.to_string(), "telegram:9#root@mail");
+        assert_eq!(
+            key.owner(),
+            "telegram:9",
+            "one person's, whatever the topic"
         );
     }
 }

@@ -378,6 +378,14 @@ pub fn parse(raw: &[u8], at: MailRef, rules: &Rules) -> Result<Parsed, Skip> {
 
 /// The inbound [`Message`] for a screened mail.
 fn build(s: Screened, text: String, attachments: Vec<Attachment>) -> Message {
+    // A mail thread is a conversation of its own, named by its first mail: the oldest of the
+    // references (the answered mail is the last), or this mail when it starts a thread.
+    let topic = s
+        .thread
+        .references
+        .first()
+        .cloned()
+        .unwrap_or_else(|| s.thread.message_id.clone());
     Message {
         platform: Platform::Email,
         id: s.thread.message_id.clone().into(),
@@ -402,6 +410,7 @@ fn build(s: Screened, text: String, attachments: Vec<Attachment>) -> Message {
         }),
         sent_at: s.sent_at,
         subject: Some(s.thread.subject),
+        topic: Some(topic.into()),
         trigger: Trigger::Direct,
     }
 }
@@ -680,5 +689,24 @@ mod tests {
         assert_eq!(approval_word("Yes, go ahead"), Some("yes"));
         assert_eq!(approval_word("deny."), Some("no"));
         assert_eq!(approval_word("maybe"), None);
+    }
+
+    #[test]
+    fn a_mail_thread_is_named_by_its_first_mail() {
+        let new = parse(&mail("", "alice@localhost"), AT, &rules()).unwrap();
+        assert_eq!(
+            new.message.topic,
+            Some("m1@x".into()),
+            "a new thread: itself"
+        );
+        let reply = mail(
+            "In-Reply-To: <bot2@localhost>\r\nReferences: <root@x> <bot2@localhost>\r\n",
+            "alice@localhost",
+        );
+        let reply = parse(&reply, AT, &rules()).unwrap();
+        assert_eq!(reply.message.topic, Some("root@x".into()));
+        let no_references = mail("In-Reply-To: <bot2@localhost>\r\n", "alice@localhost");
+        let p = parse(&no_references, AT, &rules()).unwrap();
+        assert_eq!(p.message.topic, Some("bot2@localhost".into()));
     }
 }

@@ -118,6 +118,7 @@ pub(crate) async fn answer(
         reply_to: None,
         sent_at: now_millis(),
         subject: None,
+        topic: None,
         trigger: Trigger::Button { data },
     };
     match deliver(&api, message).await {

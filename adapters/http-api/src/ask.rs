@@ -189,6 +189,7 @@ pub(crate) async fn ask(
         reply_to: None,
         sent_at: now_millis(),
         subject: None,
+        topic: None,
         trigger: Trigger::Mention,
     };
     deliver(api, message).await?;

@@ -157,6 +157,7 @@ pub fn convert(
         reply_to,
         sent_at: i64::from(ev.origin_server_ts.0),
         subject: None,
+        topic: None,
         trigger,
     })
 }

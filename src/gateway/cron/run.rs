@@ -119,7 +119,7 @@ pub(crate) fn owner_role(shared: &Shared, job: &CronJob) -> Option<Role> {
         return Some(Role::Operator);
     }
     let key: SessionKey = owner.parse().ok()?;
-    let hermes_adapter::SessionScope::Direct { user } = &key.scope else {
+    let hermes_adapter::SessionScope::Direct { user, .. } = &key.scope else {
         return Some(Role::User);
     };
     shared.authz().role(key.platform, user)

@@ -52,7 +52,9 @@ pub(super) struct NoArgs {}
 /// A conversation as the tools show it.
 fn conversation(s: &SessionSummary, chat: Option<&hermes_adapter::ChatId>) -> Value {
     let (kind, thread) = match &s.key.scope {
-        SessionScope::Direct { .. } => ("direct", None),
+        SessionScope::Direct { topic, .. } => {
+            ("direct", topic.as_ref().map(|t| t.as_str().to_owned()))
+        }
         SessionScope::Group { thread, user, .. } => (
             match (thread, user) {
                 (Some(_), _) => "thread",
@@ -63,7 +65,7 @@ fn conversation(s: &SessionSummary, chat: Option<&hermes_adapter::ChatId>) -> Va
         ),
     };
     let person = match &s.key.scope {
-        SessionScope::Direct { user }
+        SessionScope::Direct { user, .. }
         | SessionScope::Group {
             user: Some(user), ..
         } => Some(user.as_str().to_owned()),

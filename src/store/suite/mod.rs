@@ -71,6 +71,7 @@ pub(crate) fn message(chat: &str, id: &str, text: &str) -> Message {
         reply_to: None,
         sent_at: 0,
         subject: None,
+        topic: None,
         trigger: Trigger::Direct,
     }
 }

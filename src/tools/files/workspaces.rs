@@ -94,7 +94,7 @@ impl Workspaces {
             {
                 self.root.clone()
             }
-            SessionScope::Direct { user }
+            SessionScope::Direct { user, .. }
             | SessionScope::Group {
                 user: Some(user), ..
             } => self.root.join(platform).join(escape(user.as_str())),

@@ -183,6 +183,7 @@ pub(crate) fn message(
         }),
         sent_at: snowflake_time(m.id.get()),
         subject: None,
+        topic: None,
         trigger,
     })
 }
@@ -219,6 +220,7 @@ pub(crate) fn button(
         }),
         sent_at: snowflake_time(i.id.get()),
         subject: None,
+        topic: None,
         trigger: Trigger::Button { data },
     })
 }

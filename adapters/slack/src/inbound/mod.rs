@@ -304,6 +304,7 @@ fn build(p: Parts<'_>, me: &BotIdentity, rules: &Rules, app_mention: bool) -> Op
         reply_to: None,
         sent_at: ts_millis(p.ts),
         subject: None,
+        topic: None,
         trigger,
     })
 }
@@ -399,6 +400,7 @@ pub(crate) fn action_message(ev: &SlackInteractionEvent, rules: &Rules) -> Optio
         }),
         sent_at: hermes_adapter::now_millis(),
         subject: None,
+        topic: None,
         trigger: Trigger::Button { data },
     })
 }
@@ -444,6 +446,7 @@ pub(crate) fn command_message(ev: &SlackCommandEvent, rules: &Rules) -> Option<M
         reply_to: None,
         sent_at: hermes_adapter::now_millis(),
         subject: None,
+        topic: None,
         trigger: Trigger::Command,
     })
 }

@@ -269,6 +269,7 @@ fn message(m: &tg::Message, me: &BotIdentity) -> Option<Message> {
         reply_to,
         sent_at: m.date.timestamp_millis(),
         subject: None,
+        topic: None,
         trigger,
     })
 }
@@ -295,6 +296,7 @@ fn button(q: &tg::CallbackQuery) -> Option<Message> {
         }),
         sent_at: hermes_adapter::now_millis(),
         subject: None,
+        topic: None,
         trigger: Trigger::Button { data },
     })
 }
