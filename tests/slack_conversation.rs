@@ -111,6 +111,26 @@ async fn mention_is_answered_in_its_thread(mode: Mode) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_follow_up_after_a_restart_is_still_heard() {
+    // Once: the threads the bot took part in were remembered in memory only, so after a
+    // restart a follow-up without a mention was dropped. Now they are recalled from the inbox.
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    let mut daemon = sw.start().await;
+    let (mention, ts) = sw.slack.mention_event(CHANNEL, ALICE, "start a plan", None);
+    deliver(&sw, &mention).await;
+    sw.slack.wait_posted(1, WAIT).await;
+    daemon.kill();
+    let _daemon = sw.start().await;
+    let (follow, _) = sw
+        .slack
+        .channel_event(CHANNEL, BOB, "and the next step?", Some(&ts));
+    deliver(&sw, &follow).await;
+    let posted = sw.slack.wait_posted(2, WAIT).await;
+    assert_eq!(posted[1].thread_ts.as_deref(), Some(ts.as_str()));
+    assert_eq!(posted[1].text, "echo: Bob: and the next step?");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn socket_mode_mention_is_answered_in_its_thread() {
     mention_is_answered_in_its_thread(Mode::Socket).await;
 }

@@ -40,6 +40,9 @@ use hermes_adapter::{
 };
 use tokio_util::sync::CancellationToken;
 
+/// How far back the threads the bot took part in are recalled when the listener starts.
+const THREAD_MEMORY_DAYS: i64 = 7;
+
 pub use format::to_mrkdwn;
 pub use web::BotIdentity;
 
@@ -162,6 +165,13 @@ impl Adapter for SlackAdapter {
             r = self.connect() => r?,
             _ = shutdown.cancelled() => return Ok(()),
         };
+        let threads = self
+            .rules
+            .recall_threads(sink.as_ref(), THREAD_MEMORY_DAYS)
+            .await;
+        if threads > 0 {
+            tracing::debug!(threads, "Slack: threads the bot takes part in, recalled");
+        }
         let ctx = inbound::Context {
             me: &me,
             rules: &self.rules,

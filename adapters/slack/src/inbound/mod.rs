@@ -3,7 +3,8 @@
 //!
 //! Rules: direct messages (`message.im`) always; in channels only an `app_mention` (or a message
 //! that mentions the bot), or a message in a thread the bot is part of (it was mentioned there or
-//! posted there since this process started). Bots, the bot itself, edits, deletions, joins and
+//! posted there; threads with a message stored in the last week are recalled from the inbox when
+//! the listener starts, so a follow-up after a restart is still heard). Bots, the bot itself, edits, deletions, joins and
 //! other housekeeping subtypes are skipped. Button presses (`block_actions`) and the `/hermes`
 //! slash command become [`Trigger::Button`] and [`Trigger::Command`] messages.
 //!
@@ -86,6 +87,22 @@ impl Rules {
                 set.remove(&old);
             }
         }
+    }
+
+    /// Recall the threads of the last `days` days from the inbox: every thread a stored channel
+    /// message belongs to is one the bot takes part in (only such messages are stored).
+    pub async fn recall_threads(&self, sink: &dyn InboundSink, days: i64) -> usize {
+        let since = hermes_adapter::now_millis() - days * 24 * 3600 * 1000;
+        let seen = sink.recent_chats(since, MAX_THREADS).await;
+        let mut n = 0;
+        // Oldest first, so the most recent are the last to be forgotten.
+        for s in seen.iter().rev() {
+            if let Some(t) = &s.thread {
+                self.joined_thread(s.chat.as_str(), t.as_str());
+                n += 1;
+            }
+        }
+        n
     }
 
     fn in_thread(&self, channel: &str, thread_ts: &str) -> bool {
