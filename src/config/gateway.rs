@@ -49,6 +49,11 @@ pub struct GatewayConfig {
     /// While the model provider is down (unavailable, rate limiting, timing out), messages wait
     /// and are retried; after this many minutes of failures the user is told it failed.
     pub outage_patience_minutes: u64,
+    /// A platform listener that has received nothing (no event, no acknowledged heartbeat, no
+    /// answered poll) for this long is deaf however open its connection looks: it is restarted
+    /// and counted. Above every platform's normal rhythm (Telegram's 30 s long poll, Discord's
+    /// ~41 s heartbeat, Slack's pings, IMAP IDLE's refresh, Matrix's 30 s sync).
+    pub listener_silence_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -65,6 +70,7 @@ impl Default for GatewayConfig {
             shutdown_grace_secs: 20,
             send_max_attempts: 8,
             outage_patience_minutes: 60,
+            listener_silence_secs: 150,
         }
     }
 }
@@ -87,6 +93,9 @@ impl GatewayConfig {
         }
         if self.send_max_attempts == 0 {
             return bad("gateway.send_max_attempts", "must be at least 1".into());
+        }
+        if self.listener_silence_secs < 5 {
+            return bad("gateway.listener_silence_secs", "must be at least 5".into());
         }
         for entry in &self.allowed_users {
             // A bare Matrix id (`@alice:example.org`) has a colon of its own.

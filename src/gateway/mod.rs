@@ -158,9 +158,15 @@ impl Gateway {
             hard_stop: CancellationToken::new(),
             mcp,
         });
+        let policy = SupervisorPolicy {
+            silence_limit: std::time::Duration::from_secs(
+                shared.config().gateway.listener_silence_secs,
+            ),
+            ..SupervisorPolicy::default()
+        };
         Gateway {
             shared,
-            policy: SupervisorPolicy::default(),
+            policy,
             reloader: None,
         }
     }

@@ -15,6 +15,7 @@ pub mod email;
 pub mod http;
 pub mod llm;
 pub mod mcp;
+pub mod proxy;
 pub mod sandboxed;
 pub mod slack;
 pub mod sshd;

@@ -63,6 +63,10 @@ pub struct EmailConfig {
     /// Poll every `poll_secs` instead of waiting with IDLE (servers without IDLE are polled anyway).
     pub force_poll: bool,
     pub poll_secs: u64,
+    /// How often the IMAP IDLE is ended and begun again (the server's answer proves the
+    /// connection alive; a server that stops answering is noticed within this plus
+    /// `gateway.listener_silence_secs`). RFC 2177 asks for less than 29 minutes.
+    pub idle_refresh_secs: u64,
     /// Save a copy of each reply to this folder; empty: no copy. Env: `EMAIL_SENT_FOLDER`.
     pub sent_folder: String,
 }
@@ -92,6 +96,7 @@ impl Default for EmailConfig {
             max_mail_mb: 25,
             force_poll: false,
             poll_secs: 60,
+            idle_refresh_secs: 60,
             sent_folder: String::new(),
         }
     }
@@ -312,6 +317,13 @@ impl PlatformSection for EmailConfig {
                 ));
             }
         }
+        if !(1..=1740).contains(&self.idle_refresh_secs) {
+            return Err(ConfigError::invalid(
+                file,
+                "email.idle_refresh_secs",
+                "must be between 1 and 1740 (29 minutes)".into(),
+            ));
+        }
         if self.poll_secs == 0 {
             return Err(ConfigError::invalid(
                 file,
@@ -407,7 +419,7 @@ impl PlatformSection for EmailConfig {
                 poll_interval: std::time::Duration::from_secs(self.poll_secs),
                 // Re-IDLE every minute: the supervisor expects a heartbeat well within its
                 // silence limit.
-                idle_refresh: std::time::Duration::from_secs(60),
+                idle_refresh: std::time::Duration::from_secs(self.idle_refresh_secs),
                 sent_folder: (!self.sent_folder.is_empty()).then(|| self.sent_folder.clone()),
             })?;
             Ok(Arc::new(adapter))

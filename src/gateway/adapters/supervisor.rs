@@ -88,6 +88,9 @@ impl Supervisors {
     }
 }
 
+/// How long a cancelled listener has to return before it is dropped.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// Run `adapter` until `shutdown`, restarting it as needed.
 pub async fn supervise(
     adapter: Arc<dyn Adapter>,
@@ -108,11 +111,37 @@ pub async fn supervise(
             run_token.clone(),
         ));
         let started = Instant::now();
+        let run = AssertUnwindSafe(adapter.run(sink.clone(), run_token.clone())).catch_unwind();
+        tokio::pin!(run);
+        // A listener stuck on a deaf connection may not notice it was cancelled: after a grace
+        // period it is dropped (with its connections) rather than waited for.
+        let abandoned = async {
+            run_token.cancelled().await;
+            tokio::time::sleep(STOP_GRACE).await;
+        };
+        let finished = tokio::select! {
+            r = &mut run => Some(r),
+            _ = abandoned => None,
+        };
+        let Some(finished) = finished else {
+            tracing::warn!(%platform, grace = ?STOP_GRACE, "listener did not stop when asked; dropped");
+            watchdog.abort();
+            if shutdown.is_cancelled() {
+                break;
+            }
+            health.set_state(
+                platform,
+                ListenerState::Restarting,
+                Some("listener went silent".to_owned()),
+            );
+            tokio::select! {
+                _ = tokio::time::sleep(policy.initial_backoff) => {}
+                _ = shutdown.cancelled() => break,
+            }
+            continue;
+        };
         // A panic in the listener is a failure like any other: logged, counted, restarted.
-        let result = match AssertUnwindSafe(adapter.run(sink.clone(), run_token.clone()))
-            .catch_unwind()
-            .await
-        {
+        let result = match finished {
             Ok(result) => result,
             Err(panic) => {
                 crate::metrics::metrics().record_panic("adapter");

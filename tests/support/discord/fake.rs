@@ -86,6 +86,8 @@ enum Out {
     Text(String),
     Close(u16),
     Kill,
+    /// Keep the socket open but send and answer nothing more on it.
+    Silent,
 }
 
 struct Session {
@@ -276,6 +278,15 @@ impl FakeDiscord {
         let mut s = self.state();
         if let Some(conn) = s.conn.take() {
             let _ = conn.send(code.map_or(Out::Kill, Out::Close));
+        }
+    }
+
+    /// The live connection stays open but deaf: no events, no heartbeat acknowledgements. What
+    /// is dispatched meanwhile is kept for a RESUME.
+    pub fn go_silent(&self) {
+        let mut s = self.state();
+        if let Some(conn) = s.conn.take() {
+            let _ = conn.send(Out::Silent);
         }
     }
 
@@ -479,9 +490,12 @@ async fn connection(st: St, mut socket: WebSocket) {
     if socket.send(Ws::Text(hello.into())).await.is_err() {
         return;
     }
+    let mut silent = false;
     loop {
         tokio::select! {
             out = rx.recv() => match out {
+                Some(Out::Silent) => silent = true,
+                Some(Out::Text(_)) if silent => {}
                 Some(Out::Text(t)) => {
                     if socket.send(Ws::Text(t.into())).await.is_err() {
                         break;
@@ -500,6 +514,9 @@ async fn connection(st: St, mut socket: WebSocket) {
                         _ => break,
                     }
                 };
+                if silent {
+                    continue;
+                }
                 let Ok(v) = serde_json::from_str::<Value>(text.as_str()) else {
                     let _ = socket.send(Ws::Close(Some(CloseFrame { code: 4002, reason: "Error while decoding payload.".into() }))).await;
                     break;

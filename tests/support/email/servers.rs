@@ -67,7 +67,16 @@ impl MailServers {
 
     /// Every mail delivered to `user`'s INBOX, oldest first.
     pub fn mails(&self, user: &str) -> Vec<Vec<u8>> {
-        let mut files: Vec<_> = ["new", "cur"]
+        self.mails_in_order(user)
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect()
+    }
+
+    /// Every mail delivered to `user`'s INBOX with its delivery time (seconds, microseconds,
+    /// from its Maildir name), oldest first: mails of several users can be merged in order.
+    pub fn mails_in_order(&self, user: &str) -> Vec<((u64, u64), Vec<u8>)> {
+        let mut files: Vec<((u64, u64), PathBuf)> = ["new", "cur"]
             .iter()
             .flat_map(|d| {
                 std::fs::read_dir(self.data.join("mail").join(user).join("Maildir").join(d))
@@ -76,30 +85,12 @@ impl MailServers {
                     .flatten()
                     .map(|e| e.path())
             })
+            .map(|p| (delivered_at(&p), p))
             .collect();
-        // Maildir names start `<seconds>.M<microseconds>P<pid>`: delivery order.
-        files.sort_by_key(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let mut parts = name.split('.');
-            let secs = parts
-                .next()
-                .and_then(|t| t.parse::<u64>().ok())
-                .unwrap_or(0);
-            let micros = parts
-                .next()
-                .and_then(|m| m.strip_prefix('M'))
-                .map(|m| {
-                    m.chars()
-                        .take_while(char::is_ascii_digit)
-                        .collect::<String>()
-                })
-                .and_then(|m| m.parse::<u64>().ok())
-                .unwrap_or(0);
-            (secs, micros)
-        });
+        files.sort();
         files
             .into_iter()
-            .filter_map(|p| std::fs::read(p).ok())
+            .filter_map(|(at, p)| std::fs::read(p).ok().map(|m| (at, m)))
             .collect()
     }
 
@@ -178,6 +169,27 @@ fn base64(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// When a Maildir file was delivered: its name starts `<seconds>.M<microseconds>P<pid>`.
+fn delivered_at(path: &std::path::Path) -> (u64, u64) {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut parts = name.split('.');
+    let secs = parts
+        .next()
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(0);
+    let micros = parts
+        .next()
+        .and_then(|m| m.strip_prefix('M'))
+        .map(|m| {
+            m.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|m| m.parse::<u64>().ok())
+        .unwrap_or(0);
+    (secs, micros)
 }
 
 /// A header of a raw mail (first occurrence, unfolded).

@@ -95,6 +95,20 @@ impl RecordedRequest {
         self.tools().iter().filter_map(name).collect()
     }
     /// Text of the last user message that has text (tool-result-only messages are skipped).
+    /// The user texts of the turn this request answers: those after the last assistant message.
+    pub fn turn_texts(&self) -> Vec<String> {
+        let msgs = self.messages();
+        let start = msgs
+            .iter()
+            .rposition(|m| m["role"] == "assistant")
+            .map_or(0, |i| i + 1);
+        msgs[start..]
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| content_text(&m["content"]))
+            .collect()
+    }
+
     pub fn last_user_text(&self) -> Option<String> {
         let msgs = self.messages();
         let users = msgs.iter().rev().filter(|m| m["role"] == "user");

@@ -464,6 +464,7 @@ impl FakeSlack {
 }
 
 /// Signs and POSTs Events API requests to the daemon's listener.
+#[derive(Clone)]
 pub struct EventsClient {
     pub url: String,
     http: reqwest::Client,
@@ -520,6 +521,26 @@ impl EventsClient {
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap_or_default();
         (status, text, started.elapsed())
+    }
+
+    /// A correctly signed JSON event; its status, or `None` when nothing listens (the daemon is
+    /// down).
+    pub async fn try_post_json(&self, body: &Value, retry: Option<u32>) -> Option<u16> {
+        let body = body.to_string();
+        let ts = now_unix();
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("x-slack-request-timestamp", ts.to_string())
+            .header("x-slack-signature", sign(SIGNING_SECRET, ts, &body))
+            .body(body);
+        if let Some(n) = retry {
+            req = req
+                .header("x-slack-retry-num", n.to_string())
+                .header("x-slack-retry-reason", "http_error");
+        }
+        Some(req.send().await.ok()?.status().as_u16())
     }
 
     /// A correctly signed JSON event; `(status, body, elapsed)`.

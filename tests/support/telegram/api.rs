@@ -38,6 +38,8 @@ pub(super) struct St {
     pub(super) confirmed_below: i64,
     pub(super) allowed: Option<Vec<String>>,
     pub(super) poll_gen: u64,
+    /// A long poll that neither returns nor answers (the connection stays open but deaf).
+    pub(super) silent_gen: Option<u64>,
     pub(super) next_msg_id: HashMap<i64, i64>,
     pub(super) messages: HashMap<(i64, i64), StoredMsg>,
     pub(super) chats: HashMap<i64, Value>,
@@ -713,15 +715,24 @@ async fn get_updates(inner: &Inner, p: &Value) -> ApiResult {
         let notified = inner.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        {
+        let deaf = {
             let mut st = inner.st.lock().unwrap_or_else(|e| e.into_inner());
             if st.poll_gen != my_gen {
                 return Err(ApiErr(409, CONFLICT.into(), None));
             }
-            let ups = st.deliverable(limit);
-            if !ups.is_empty() || tokio::time::Instant::now() >= deadline {
-                return Ok(Value::Array(ups));
+            let deaf = st.silent_gen == Some(my_gen);
+            if !deaf {
+                let ups = st.deliverable(limit);
+                if !ups.is_empty() || tokio::time::Instant::now() >= deadline {
+                    return Ok(Value::Array(ups));
+                }
             }
+            deaf
+        };
+        if deaf {
+            // Hold the request open until a newer poll replaces it.
+            notified.as_mut().await;
+            continue;
         }
         tokio::select! {
             _ = &mut notified => {}

@@ -366,6 +366,12 @@ impl FakeTelegram {
     pub fn sent(&self) -> Vec<SentMessage> {
         self.st().sent.clone()
     }
+    /// The long poll in progress stays open but never returns (a deaf connection); the next
+    /// getUpdates works again.
+    pub fn go_silent(&self) {
+        let mut st = self.st();
+        st.silent_gen = Some(st.poll_gen);
+    }
     /// Sent messages from the `from`th on (a cursor for load drivers that poll).
     pub fn sent_since(&self, from: usize) -> Vec<SentMessage> {
         self.st()

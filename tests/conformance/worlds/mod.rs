@@ -1,0 +1,6 @@
+//! Each platform's world, as [`crate::world::Platform`] implementations.
+
+pub mod discord;
+pub mod email;
+pub mod slack;
+pub mod telegram;
