@@ -92,6 +92,48 @@ async fn a_killed_daemon_neither_repeats_nor_skips_messages() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_messages_while_down_than_one_sync_carries_all_reach_the_model() {
+    // Once: a sync that came back `limited` (more than its 100 events) was logged and the
+    // older events skipped. Now they are fetched back to the previous sync.
+    let mut mw = MatrixWorld::new("").await;
+    let mut daemon = mw.start().await;
+    let alice = mw.person(&mw.alice).await;
+    let room = alice.create_dm(&mw.bot, false).await;
+    alice.wait_joined(&room, &mw.bot, WAIT).await;
+    alice.say(&room, "before").await;
+    alice
+        .wait_from(&room, &mw.bot, 1, WAIT, || mw.w.logs())
+        .await;
+    daemon.kill();
+    for i in 0..150 {
+        alice.say(&room, &format!("while away {i:03}")).await;
+    }
+    let _daemon = mw.start().await;
+    let all_seen = || {
+        let seen: std::collections::HashSet<String> =
+            mw.w.llm
+                .requests()
+                .iter()
+                .flat_map(|r| r.user_texts())
+                .collect();
+        (0..150)
+            .all(|i| {
+                seen.iter()
+                    .any(|t| t.contains(&format!("while away {i:03}")))
+            })
+            .then_some(())
+    };
+    wait_for(
+        LONG_WAIT,
+        "all 150 messages to reach the model",
+        all_seen,
+        || format!("logs:\n{}", mw.w.logs()),
+    )
+    .await;
+    assert!(mw.w.logs().contains("a sync left events out; fetched them"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_after_storing_before_answering_answers_exactly_once_after_restart() {
     let mut mw = MatrixWorld::new("").await;
     let hang = Gate::new();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use hermes_adapter::{AdapterError, InboundSink};
 use matrix_sdk::config::{SyncSettings, SyncToken};
 use matrix_sdk::deserialized_responses::{TimelineEvent, TimelineEventKind};
+use matrix_sdk::room::MessagesOptions;
 use matrix_sdk::ruma::api::client::filter::{FilterDefinition, RoomEventFilter, RoomFilter};
 use matrix_sdk::ruma::api::client::sync::sync_events;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
@@ -263,10 +264,20 @@ impl MatrixAdapter {
                     let Some(room) = client.get_room(&room_id) else {
                         continue;
                     };
+                    let mut events = Vec::new();
                     if update.timeline.limited {
-                        tracing::warn!(room = %room_id, "matrix: more than 100 events arrived in one room since the last sync; older ones are not answered");
+                        // More arrived than one sync carries: fetch the rest, oldest first.
+                        let missed = missed_events(
+                            &room,
+                            update.timeline.prev_batch.as_deref(),
+                            token.as_deref(),
+                        )
+                        .await;
+                        tracing::info!(room = %room_id, fetched = missed.len(), "matrix: a sync left events out; fetched them");
+                        events.extend(missed);
                     }
-                    for event in update.timeline.events {
+                    events.extend(update.timeline.events);
+                    for event in events {
                         self.handle_event(client, &room, event, sink.as_ref(), &mut pending)
                             .await?;
                     }
@@ -298,6 +309,42 @@ impl MatrixAdapter {
             token = Some(response.next_batch);
         }
     }
+}
+
+/// Most events fetched for one room after a limited sync.
+const MAX_MISSED: usize = 2_000;
+
+/// The events a limited sync left out: from its timeline's `prev_batch` back to the previous
+/// sync (`since`), oldest first, at most [`MAX_MISSED`]. Empty without both tokens.
+async fn missed_events(
+    room: &Room,
+    prev_batch: Option<&str>,
+    since: Option<&str>,
+) -> Vec<TimelineEvent> {
+    let (Some(mut from), Some(since)) = (prev_batch.map(str::to_owned), since) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    while out.len() < MAX_MISSED {
+        let mut options = MessagesOptions::backward().from(Some(from.as_str()));
+        options.to = Some(since.to_owned());
+        options.limit = UInt::from(100u32);
+        let page = match room.messages(options).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(room = %room.room_id(), error = %e, "matrix: cannot fetch the events a sync left out");
+                break;
+            }
+        };
+        let got = page.chunk.len();
+        out.extend(page.chunk);
+        match page.end {
+            Some(end) if got > 0 && end != from => from = end,
+            _ => break,
+        }
+    }
+    out.reverse();
+    out
 }
 
 /// The sync filter: enough timeline per room that a short outage needs no back-pagination.
