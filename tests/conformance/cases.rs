@@ -192,7 +192,8 @@ pub async fn a_provider_outage_is_explained_and_later_messages_answered<P: Platf
     let notice = said[0].text.to_lowercase();
     assert!(
         notice.contains("provider") && notice.contains("saved"),
-        "a plain explanation, the message kept: {said:?}"
+        "a plain explanation, the message kept: {said:?}\n{}",
+        tail(&p.world().logs(), 40)
     );
     assert!(
         !notice.contains("500") && !notice.contains("panicked"),
@@ -362,22 +363,31 @@ pub async fn a_storm_with_three_sigkills_loses_nothing<P: Platform>() {
         kills.push(p.said().await.len());
         daemon = p.start().await;
     }
-    let said = wait_said(
-        &p,
-        "every message answered",
-        Duration::from_secs(300),
-        |s| {
-            let seen: std::collections::HashSet<String> =
-                s.iter().flat_map(|m| tokens(&m.text)).collect();
-            expected.iter().all(|t| seen.contains(t))
-        },
-    )
-    .await;
-    let said = {
-        let _ = said;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        p.said().await
-    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let said = p.said().await;
+        let seen: std::collections::HashSet<String> =
+            said.iter().flat_map(|m| tokens(&m.text)).collect();
+        let missing: Vec<&String> = expected.iter().filter(|t| !seen.contains(*t)).collect();
+        if missing.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            keep_logs::<P>(&p, "storm");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}: {} of {} messages never answered, e.g. {:?}\nlogs:\n{}",
+            P::NAME,
+            missing.len(),
+            expected.len(),
+            &missing[..missing.len().min(10)],
+            tail(&p.world().logs(), 80)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let said = p.said().await;
     // A message is doubled when it is in two messages the reader sees as different.
     let mut seen_in: HashMap<String, std::collections::HashSet<String>> = HashMap::new();
     for (i, m) in said.iter().enumerate() {
@@ -418,6 +428,15 @@ pub async fn a_storm_with_three_sigkills_loses_nothing<P: Platform>() {
         assert!(doubled.iter().all(|(_, n)| *n <= 1 + kills.len()));
     }
     assert!(daemon.is_running());
+}
+
+/// Keep every daemon log of a failed case under `target/conformance/` (CI keeps them).
+fn keep_logs<P: Platform>(p: &P, case: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/conformance");
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join(format!("{}-{case}.log", P::NAME));
+    let _ = std::fs::write(&file, p.world().logs());
+    println!("logs kept in {}", file.display());
 }
 
 /// A small xorshift generator; the seed is printed so a failing run can be replayed with

@@ -13,6 +13,8 @@
 // matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
 #![recursion_limit = "256"]
 
+#[path = "../support/matrix/mod.rs"]
+mod matrix_support;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -44,6 +46,7 @@ suite! {
         slack_socket => crate::worlds::slack::SlackSocket,
         slack_events => crate::worlds::slack::SlackEvents,
         email => crate::worlds::email::Email,
+        matrix => crate::worlds::matrix::Matrix,
     ;
     cases: [
         direct_message_is_answered,

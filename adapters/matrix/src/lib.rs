@@ -15,6 +15,7 @@
 //! The homeserver URL is configurable (`matrix.homeserver`); plain `http://` works for loopback.
 
 mod format;
+mod gap;
 mod inbound;
 mod listener;
 mod login;
@@ -180,8 +181,8 @@ impl Adapter for MatrixAdapter {
                 return Ok(SentId(id.clone()));
             }
         }
-        // The idempotency key as transaction id: the homeserver drops a retried send it has.
-        let txn: matrix_sdk::ruma::OwnedTransactionId = out.idempotency_key.as_str().into();
+        // A transaction id from the idempotency key: the homeserver drops a retried send it has.
+        let txn = outbound::transaction_id(&out.idempotency_key);
         if let Some(file) = &out.file {
             return outbound::send_file(&room, out, file, txn).await.map(SentId);
         }

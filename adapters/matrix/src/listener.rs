@@ -7,7 +7,6 @@ use std::time::Duration;
 use hermes_adapter::{AdapterError, InboundSink};
 use matrix_sdk::config::{SyncSettings, SyncToken};
 use matrix_sdk::deserialized_responses::{TimelineEvent, TimelineEventKind};
-use matrix_sdk::room::MessagesOptions;
 use matrix_sdk::ruma::api::client::filter::{FilterDefinition, RoomEventFilter, RoomFilter};
 use matrix_sdk::ruma::api::client::sync::sync_events;
 use matrix_sdk::ruma::events::room::encrypted::OriginalSyncRoomEncryptedEvent;
@@ -18,6 +17,7 @@ use matrix_sdk::ruma::{RoomId, UInt};
 use matrix_sdk::{Client, Room, RoomMemberships};
 use tokio_util::sync::CancellationToken;
 
+use crate::gap;
 use crate::state::Undecryptable;
 use crate::{MAX_UNDECRYPTABLE, MatrixAdapter, inbound};
 
@@ -131,6 +131,7 @@ impl MatrixAdapter {
             sender_name,
         };
         let Some(msg) = inbound::convert(&ev, &ctx, replied_to_bot) else {
+            tracing::debug!(room = %room.room_id(), event = %ev.event_id, direct, "matrix: a message not for the bot");
             return Ok(());
         };
         sink.deliver(msg).await.map_err(|e| {
@@ -202,6 +203,30 @@ impl MatrixAdapter {
             _ = shutdown.cancelled() => return Ok(()),
         };
         let mut token = self.state.sync_token();
+        // Killed after the SDK took a sync in (it keeps its own token, and answers the same
+        // sync again with nothing) but before its events were handled: handle that gap first.
+        if let (Some(ours), Some(sdk)) = (token.clone(), sdk_sync_token(client).await)
+            && ours != sdk
+        {
+            let mut pending = self.pending.lock().await;
+            let mut handled = 0;
+            for room in client.joined_rooms() {
+                for event in gap::forward(&room, &ours, &sdk).await {
+                    self.handle_event(client, &room, event, sink.as_ref(), &mut pending)
+                        .await?;
+                    handled += 1;
+                }
+            }
+            drop(pending);
+            tracing::info!(
+                handled,
+                "matrix: handled the events of a sync the last run took in but did not finish"
+            );
+            self.state
+                .save_sync_token(&sdk)
+                .map_err(|e| AdapterError::Fatal(format!("matrix: saving the sync token: {e}")))?;
+            token = Some(sdk);
+        }
         let mut backoff = Duration::from_millis(500);
         let mut connected = false;
         loop {
@@ -267,16 +292,16 @@ impl MatrixAdapter {
                     let mut events = Vec::new();
                     if update.timeline.limited {
                         // More arrived than one sync carries: fetch the rest, oldest first.
-                        let missed = missed_events(
-                            &room,
-                            update.timeline.prev_batch.as_deref(),
-                            token.as_deref(),
-                        )
-                        .await;
+                        let missed = match (update.timeline.prev_batch.as_deref(), token.as_deref())
+                        {
+                            (Some(prev), Some(since)) => gap::backward(&room, prev, since).await,
+                            _ => Vec::new(),
+                        };
                         tracing::info!(room = %room_id, fetched = missed.len(), "matrix: a sync left events out; fetched them");
                         events.extend(missed);
                     }
                     events.extend(update.timeline.events);
+                    tracing::debug!(room = %room_id, events = events.len(), limited = update.timeline.limited, "matrix: room timeline");
                     for event in events {
                         self.handle_event(client, &room, event, sink.as_ref(), &mut pending)
                             .await?;
@@ -311,40 +336,16 @@ impl MatrixAdapter {
     }
 }
 
-/// Most events fetched for one room after a limited sync.
-const MAX_MISSED: usize = 2_000;
-
-/// The events a limited sync left out: from its timeline's `prev_batch` back to the previous
-/// sync (`since`), oldest first, at most [`MAX_MISSED`]. Empty without both tokens.
-async fn missed_events(
-    room: &Room,
-    prev_batch: Option<&str>,
-    since: Option<&str>,
-) -> Vec<TimelineEvent> {
-    let (Some(mut from), Some(since)) = (prev_batch.map(str::to_owned), since) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    while out.len() < MAX_MISSED {
-        let mut options = MessagesOptions::backward().from(Some(from.as_str()));
-        options.to = Some(since.to_owned());
-        options.limit = UInt::from(100u32);
-        let page = match room.messages(options).await {
-            Ok(page) => page,
-            Err(e) => {
-                tracing::warn!(room = %room.room_id(), error = %e, "matrix: cannot fetch the events a sync left out");
-                break;
-            }
-        };
-        let got = page.chunk.len();
-        out.extend(page.chunk);
-        match page.end {
-            Some(end) if got > 0 && end != from => from = end,
-            _ => break,
-        }
-    }
-    out.reverse();
-    out
+/// The sync token the SDK keeps in its own store (it answers a sync to that token with nothing).
+async fn sdk_sync_token(client: &Client) -> Option<String> {
+    use matrix_sdk::store::{StateStoreDataKey, StateStoreDataValue};
+    client
+        .state_store()
+        .get_kv_data(StateStoreDataKey::SyncToken)
+        .await
+        .ok()
+        .flatten()
+        .and_then(StateStoreDataValue::into_sync_token)
 }
 
 /// The sync filter: enough timeline per room that a short outage needs no back-pagination.

@@ -71,6 +71,9 @@ impl MatrixAdapter {
     async fn build_client(&self) -> Result<Client, AdapterError> {
         Client::builder()
             .homeserver_url(self.homeserver())
+            // The configured URL wins over the one the login answer names (a proxy, a tunnel,
+            // an internal address would otherwise be left for the public one).
+            .respect_login_well_known(false)
             .sqlite_store(self.state.store(), None)
             .request_config(
                 RequestConfig::new()

@@ -118,6 +118,17 @@ pub fn classify(e: &matrix_sdk::Error) -> SendError {
     }
 }
 
+/// The transaction id of the send of outbox row `key`: the same for every attempt (the
+/// homeserver answers a retry with the event it already made), made of URL-safe characters
+/// whatever the key holds (a session key's escapes and colons were refused with a 404), and
+/// short: 128 bits of its SHA-256, in hex.
+pub fn transaction_id(key: &str) -> matrix_sdk::ruma::OwnedTransactionId {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("hermes-{hex}").into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +168,20 @@ mod tests {
         assert_eq!(j["m.relates_to"]["event_id"], "$prev");
         assert_eq!(j["m.new_content"]["body"], "better");
         assert!(edit_content("nope", "x").is_err());
+    }
+
+    #[test]
+    fn transaction_ids_are_stable_url_safe_and_distinct() {
+        let key = r"outage:matrix:@p\:localhost:17961967:1/1";
+        let a = transaction_id(key);
+        assert_eq!(a, transaction_id(key), "the same for every attempt");
+        assert_ne!(a, transaction_id("turn:1:1/1"));
+        assert!(
+            a.as_str()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "{a}"
+        );
+        assert_eq!(a.as_str().len(), "hermes-".len() + 32);
     }
 }

@@ -2,5 +2,6 @@
 
 pub mod discord;
 pub mod email;
+pub mod matrix;
 pub mod slack;
 pub mod telegram;
