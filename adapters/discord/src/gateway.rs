@@ -233,6 +233,15 @@ struct Hello {
     heartbeat_interval: u64,
 }
 
+/// The type and raw data of a dispatch frame (`op` 0), for the fuzz targets.
+pub(crate) fn parse_payload(text: &str) -> Option<(&str, &str)> {
+    let p = serde_json::from_str::<Payload<'_>>(text).ok()?;
+    Some((
+        p.t.filter(|_| p.op == 0)?,
+        p.d.map_or("null", RawValue::get),
+    ))
+}
+
 /// Handle one frame. `false`: shut down meanwhile.
 async fn handle(
     adapter: &DiscordAdapter,

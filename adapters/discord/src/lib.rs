@@ -45,6 +45,8 @@
 mod catch_up;
 mod channels;
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gateway;
 mod inbound;
 mod outbound;

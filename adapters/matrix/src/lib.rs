@@ -15,6 +15,8 @@
 //! The homeserver URL is configurable (`matrix.homeserver`); plain `http://` works for loopback.
 
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gap;
 mod inbound;
 mod listener;

@@ -218,7 +218,19 @@ impl Renderer {
                         .collect();
                     self.out.truncate(at);
                     let url = escape(&url);
-                    if label.trim().is_empty() || label == url {
+                    // Inside `<…>` Slack reads `@U…` as a mention and `!here` as a ping: only
+                    // web and mail addresses become links; anything else is shown as text.
+                    let linkable = ["http://", "https://", "mailto:"].iter().any(|s| {
+                        url.get(..s.len())
+                            .is_some_and(|p| p.eq_ignore_ascii_case(s))
+                    });
+                    if !linkable {
+                        if label.trim().is_empty() || label == url {
+                            self.out.push_str(&url);
+                        } else {
+                            self.out.push_str(&format!("{label} ({url})"));
+                        }
+                    } else if label.trim().is_empty() || label == url {
                         self.out.push_str(&format!("<{url}>"));
                     } else {
                         self.out.push_str(&format!("<{url}|{label}>"));
@@ -256,6 +268,18 @@ mod tests {
             "see <https://e.org/a?b=1&amp;c=2|the docs>"
         );
         assert_eq!(to_mrkdwn("<https://e.org>"), "<https://e.org>");
+    }
+
+    #[test]
+    fn a_link_to_anything_but_the_web_or_mail_cannot_ping_or_mention() {
+        // Found by the fuzz target slack_mrkdwn: `<@…|img>` is a mention in Slack.
+        assert_eq!(
+            to_mrkdwn("![img](@ttps://e.org/i.png)"),
+            "img (@ttps://e.org/i.png)"
+        );
+        assert_eq!(to_mrkdwn("[everyone](!everyone)"), "everyone (!everyone)");
+        assert_eq!(to_mrkdwn("[x](mailto:a@b.c)"), "<mailto:a@b.c|x>");
+        assert!(!to_mrkdwn("[a](<@U123>)").contains("<@"));
     }
 
     #[test]

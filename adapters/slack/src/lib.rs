@@ -24,6 +24,8 @@
 
 mod events_http;
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod inbound;
 mod outbound;
 mod socket;
