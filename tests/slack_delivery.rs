@@ -10,7 +10,7 @@ use std::time::Duration;
 use support::WAIT;
 use support::chat::assert_in_order;
 use support::llm::{Gate, PNG, PNG_DATA_URL, Reply};
-use support::slack::{ALICE, Fault, dm_channel};
+use support::slack::{ALICE, BOB, CHANNEL, Fault, dm_channel};
 use support::slack::{Mode, SlackWorld};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,4 +186,70 @@ async fn a_shared_image_is_downloaded_with_the_bot_token_for_a_vision_model() {
         .image_url()
         .expect("an image part (the fake serves files to the bot token only)");
     assert_eq!(url, PNG_DATA_URL);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_slack_gave_up_delivering_while_down_is_read_back_at_start() {
+    // Slack retries an undelivered event a few times and then drops it. Once, messages posted
+    // while the daemon was down longer than that were never answered; now the chats the bot
+    // heard from are read back when the listener starts.
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    let mut daemon = sw.start().await;
+    sw.slack.dm(ALICE, "hello");
+    let root = sw.slack.mention(CHANNEL, BOB, "plan the trip", None).ts;
+    sw.slack.wait_posted(2, WAIT).await;
+    daemon.kill();
+    sw.slack.dm(ALICE, "posted while you were away");
+    sw.slack
+        .channel_message(CHANNEL, BOB, "and the hotel?", Some(&root));
+    sw.slack.mention(CHANNEL, BOB, "a new question", None);
+    sw.slack
+        .channel_message(CHANNEL, BOB, "chatter, not for the bot", None);
+    assert_eq!(sw.slack.give_up_undelivered(), 4);
+    let mut daemon = sw.start().await;
+    let posted = sw.slack.wait_posted(5, WAIT).await;
+    let texts: Vec<&str> = posted.iter().map(|p| p.text.as_str()).collect();
+    assert!(
+        texts.contains(&"echo: posted while you were away"),
+        "{texts:?}"
+    );
+    let in_thread = posted
+        .iter()
+        .find(|p| p.text == "echo: Bob: and the hotel?")
+        .expect("the thread follow-up answered");
+    assert_eq!(in_thread.thread_ts.as_deref(), Some(root.as_str()));
+    assert!(texts.contains(&"echo: Bob: a new question"), "{texts:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sw.slack.posted().len(), 5, "{texts:?}");
+    assert_eq!(sw.w.llm.requests().len(), 5);
+    // The next start reads the same history again and answers nothing twice.
+    let status = daemon.terminate(WAIT);
+    assert!(status.success(), "{status:?}");
+    let _daemon = sw.start().await;
+    sw.slack.dm(ALICE, "sentinel");
+    sw.slack.wait_posted(6, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sw.slack.posted().len(), 6, "{:?}", sw.slack.posted());
+    assert_eq!(sw.w.llm.requests().len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_slack_took_just_before_a_kill_is_not_posted_again() {
+    // Slack has no idempotency key: a reply posted by a process killed before it heard the
+    // answer was posted a second time after the restart. Now each post carries its outbox key
+    // in its metadata and a reply that may have gone out is looked for first.
+    let mut sw = SlackWorld::new("", Mode::Socket).await;
+    sw.slack
+        .fail_next("chat.postMessage", Fault::Stall(Duration::from_secs(60)));
+    let mut daemon = sw.start().await;
+    sw.slack.dm(ALICE, "only once");
+    sw.slack.wait_posted(1, WAIT).await;
+    daemon.kill();
+    let _daemon = sw.start().await;
+    sw.slack.dm(ALICE, "sentinel");
+    let posted = sw.slack.wait_posted(2, WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let texts: Vec<String> = sw.slack.posted().into_iter().map(|p| p.text).collect();
+    assert_eq!(texts, ["echo: only once", "echo: sentinel"], "{posted:?}");
+    assert!(!sw.slack.calls_of("conversations.history").is_empty());
 }

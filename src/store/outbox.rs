@@ -17,6 +17,8 @@ pub struct OutboxRow {
     pub outbound: Outbound,
     /// Failed attempts so far.
     pub attempts: u32,
+    /// When it was queued.
+    pub queued_at: i64,
 }
 
 /// Counts by status.

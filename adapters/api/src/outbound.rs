@@ -65,6 +65,12 @@ pub struct Outbound {
     /// `usage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+    /// Set by the outbox when this message may already have reached the platform: an earlier
+    /// attempt ended without a clear answer, or the process that tried it died. The time it was
+    /// queued, from which an adapter that can look at what it already sent (Slack) searches for
+    /// it before sending again. Never stored.
+    #[serde(skip)]
+    pub maybe_sent_since: Option<crate::UnixMillis>,
 }
 
 /// Tokens one turn used.
@@ -130,6 +136,7 @@ impl Outbound {
             edit_of: None,
             file: None,
             usage: None,
+            maybe_sent_since: None,
         }
     }
 }

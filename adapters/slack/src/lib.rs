@@ -16,12 +16,20 @@
 //! **Duplicates.** Slack redelivers events (HTTP retries with `X-Slack-Retry-Num`, envelopes not
 //! acked before a reconnect) and sends one channel message twice when the app subscribes to both
 //! `message.*` and `app_mention`. Every message is therefore keyed by its channel and `ts`, which
-//! all of those copies share; the inbox stores the first and recognises the rest.
+//! all of those copies share; the inbox stores the first and recognises the rest. (`event_id`
+//! would not do: the `message` and `app_mention` copies of one message carry different ones;
+//! `client_msg_id` is missing on messages posted by integrations.)
+//!
+//! **After downtime** (`catch_up.rs`) the chats heard from in the last day are read back, since
+//! Slack drops an event after a few failed deliveries. **Exactly once:** every post carries its
+//! outbox key in message metadata, and a reply that may already have gone out is looked for
+//! before it is sent again (`outbound.rs`).
 //!
 //! **Pointing it elsewhere.** `api_url` replaces `https://slack.com/api` (a proxy, or the test
 //! fake); the connector accepts `http://` as well as `https://` for that reason. Socket Mode
 //! connects to whatever URL `apps.connections.open` returns.
 
+mod catch_up;
 mod events_http;
 mod format;
 #[doc(hidden)]
@@ -180,26 +188,49 @@ impl Adapter for SlackAdapter {
             web: &self.web,
             sink: sink.as_ref(),
         };
-        match &self.settings.mode {
-            SlackMode::Socket { app_token } => {
-                socket::run(&ctx, app_token, self.settings.socket_idle, &shutdown).await
-            }
-            SlackMode::Events {
-                signing_secret,
-                listen,
-            } => {
-                events_http::run(
-                    me.clone(),
-                    self.rules.clone(),
-                    self.web.clone(),
-                    sink.clone(),
+        // Catching up runs beside the listener: in Socket Mode once the first connection said
+        // hello (what is posted from then on arrives live), with the Events API right away.
+        let ready = tokio::sync::Notify::new();
+        let listen = async {
+            match &self.settings.mode {
+                SlackMode::Socket { app_token } => {
+                    socket::run(
+                        &ctx,
+                        app_token,
+                        self.settings.socket_idle,
+                        &ready,
+                        &shutdown,
+                    )
+                    .await
+                }
+                SlackMode::Events {
                     signing_secret,
-                    *listen,
-                    &shutdown,
-                )
-                .await
+                    listen,
+                } => {
+                    ready.notify_one();
+                    events_http::run(
+                        me.clone(),
+                        self.rules.clone(),
+                        self.web.clone(),
+                        sink.clone(),
+                        signing_secret,
+                        *listen,
+                        &shutdown,
+                    )
+                    .await
+                }
             }
+        };
+        tokio::pin!(listen);
+        let catch_up = async {
+            ready.notified().await;
+            catch_up::recent(&ctx, &shutdown).await;
+        };
+        tokio::select! {
+            r = &mut listen => return r,
+            () = catch_up => {}
         }
+        listen.await
     }
 
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError> {

@@ -46,7 +46,17 @@ pub(crate) async fn send(web: &Web, out: &Outbound) -> Result<SentId, SendError>
             .map(SentId)
             .map_err(classify);
     }
+    if let Some(since) = out.maybe_sent_since
+        && let Some(ts) = already_sent(web, out, since).await
+    {
+        tracing::info!(chat = %out.chat, ts, "Slack: this reply went out before the restart; not sending it again");
+        return Ok(SentId(ts));
+    }
     let request = |content: SlackMessageContent| {
+        let content = content.with_metadata(SlackMessageMetadata {
+            event_type: METADATA_EVENT.to_owned(),
+            event_payload: Some([("key".to_owned(), out.idempotency_key.clone())].into()),
+        });
         let req = SlackApiChatPostMessageRequest::new(SlackChannelId(out.chat.0.clone()), content);
         match &out.thread {
             Some(t) => req.with_thread_ts(SlackTs(t.0.clone())),
@@ -72,6 +82,48 @@ pub(crate) async fn send(web: &Web, out: &Outbound) -> Result<SentId, SendError>
             }
         }
         Err(f) => Err(classify(f)),
+    }
+}
+
+/// The metadata event type of hermes' posts; its payload's `key` is the outbox row's key.
+const METADATA_EVENT: &str = "hermes_reply";
+/// How far before the row was queued its post is looked for (clocks differ).
+const LOOKBACK_SECS: i64 = 60;
+/// Most messages looked through.
+const LOOKUP_LIMIT: u16 = 200;
+
+/// The `ts` of a post of this reply already in the channel (or thread), if any: Slack has no
+/// idempotency key, so a reply that may have gone out (an attempt without an answer, a process
+/// killed after the post) is looked for by the key in its metadata before it is sent again.
+/// If the lookup fails the reply is sent: a double is better than a loss.
+async fn already_sent(
+    web: &Web,
+    out: &Outbound,
+    since: hermes_adapter::UnixMillis,
+) -> Option<String> {
+    let oldest = format!("{}.000000", (since / 1000 - LOOKBACK_SECS).max(0));
+    let thread = out.thread.as_ref().map(|t| t.as_str());
+    match web
+        .history(out.chat.as_str(), thread, &oldest, LOOKUP_LIMIT)
+        .await
+    {
+        Ok(messages) => messages
+            .into_iter()
+            .find(|m| {
+                m.content.metadata.as_ref().is_some_and(|md| {
+                    md.event_type == METADATA_EVENT
+                        && md
+                            .event_payload
+                            .as_ref()
+                            .and_then(|p| p.get("key"))
+                            .is_some_and(|k| *k == out.idempotency_key)
+                })
+            })
+            .map(|m| m.origin.ts.0),
+        Err(e) => {
+            tracing::debug!(chat = %out.chat, error = ?e, "Slack: cannot look for an earlier post of this reply; sending it");
+            None
+        }
     }
 }
 

@@ -42,6 +42,7 @@ pub(crate) async fn run(
     ctx: &Context<'_>,
     app_token: &str,
     idle: Duration,
+    ready: &tokio::sync::Notify,
     shutdown: &CancellationToken,
 ) -> Result<(), AdapterError> {
     loop {
@@ -66,7 +67,7 @@ pub(crate) async fn run(
                 ));
             }
         };
-        match session(ctx, ws, idle, shutdown).await? {
+        match session(ctx, ws, idle, ready, shutdown).await? {
             End::Shutdown => return Ok(()),
             End::Reconnect(reason) => {
                 tracing::info!(%reason, "Slack Socket Mode: opening a new connection");
@@ -82,6 +83,7 @@ async fn session(
     ctx: &Context<'_>,
     ws: Ws,
     idle: Duration,
+    ready: &tokio::sync::Notify,
     shutdown: &CancellationToken,
 ) -> Result<End, AdapterError> {
     let (mut write, mut read) = ws.split();
@@ -148,6 +150,7 @@ async fn session(
                     );
                 }
                 hello = true;
+                ready.notify_one();
             }
             "disconnect" => {
                 let reason = envelope.reason.unwrap_or_else(|| "unknown".into());

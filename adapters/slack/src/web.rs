@@ -125,6 +125,48 @@ impl Web {
         Ok(ticket.file_id.0)
     }
 
+    /// The messages of a channel (`conversations.history`) or of one thread
+    /// (`conversations.replies`) posted after `oldest`, oldest first, with their metadata. At most
+    /// `limit`: the most recent ones when more were posted.
+    pub async fn history(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        oldest: &str,
+        limit: u16,
+    ) -> Result<Vec<SlackHistoryMessage>, Failure> {
+        let session = self.client.open_session(&self.token);
+        let limit = limit.to_string();
+        let mut params = vec![
+            ("channel", Some(channel)),
+            ("oldest", Some(oldest)),
+            ("limit", Some(limit.as_str())),
+            // Without it Slack leaves out the metadata hermes puts on its own posts.
+            ("include_all_metadata", Some("true")),
+        ];
+        let mut messages = match thread {
+            Some(ts) => {
+                params.push(("ts", Some(ts)));
+                let api = &session.http_session_api;
+                let r: SlackApiConversationsRepliesResponse =
+                    timed(api.http_get("conversations.replies", &params, None)).await??;
+                r.messages
+            }
+            None => {
+                let api = &session.http_session_api;
+                let r: SlackApiConversationsHistoryResponse =
+                    timed(api.http_get("conversations.history", &params, None)).await??;
+                // Newest first from Slack.
+                let mut m = r.messages;
+                m.reverse();
+                m
+            }
+        };
+        // `conversations.replies` always starts with the thread's root.
+        messages.retain(|m| ts_after(&m.origin.ts.0, oldest));
+        Ok(messages)
+    }
+
     /// `chat.update`.
     pub async fn update(&self, req: &SlackApiChatUpdateRequest) -> Result<(), Failure> {
         let session = self.client.open_session(&self.token);
@@ -230,6 +272,18 @@ impl Failure {
     }
 }
 
+/// Whether Slack timestamp `a` (`seconds.micros`) is later than `b`.
+pub(crate) fn ts_after(a: &str, b: &str) -> bool {
+    fn parts(ts: &str) -> (u64, u64) {
+        let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
+        (
+            s.parse().unwrap_or(0),
+            format!("{f:0<6}").parse().unwrap_or(0),
+        )
+    }
+    parts(a) > parts(b)
+}
+
 async fn timed<T>(f: impl Future<Output = T>) -> Result<T, tokio::time::error::Elapsed> {
     tokio::time::timeout(CALL_TIMEOUT, f).await
 }
@@ -311,6 +365,14 @@ fn classify_code(code: &str) -> SendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_compare_as_times() {
+        assert!(ts_after("1700000200.000010", "1700000200.000009"));
+        assert!(ts_after("1700000201.000001", "1700000200.999999"));
+        assert!(!ts_after("1700000200.000009", "1700000200.000009"));
+        assert!(ts_after("1700000200.5", "1700000200.000009"));
+    }
 
     #[test]
     fn api_error_codes_are_classified() {

@@ -225,7 +225,7 @@ fn backoff(attempts: u32) -> Duration {
 }
 
 /// Send a row and record the result; the result that could not be recorded is returned.
-async fn send_one(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
+async fn send_one(shared: &Shared, mut row: OutboxRow) -> Option<Unrecorded> {
     let Some(adapter) = shared.adapter(row.platform) else {
         let msg = format!("no {} adapter is running", row.platform);
         tracing::error!(outbox = row.id, "{msg}; reply marked failed");
@@ -237,6 +237,11 @@ async fn send_one(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
             .map(|_| result);
     };
     fail::fail_point!("outbox-send", |_| None);
+    // A row tried before, or queued by an earlier process, may have gone out already.
+    let started = now_millis() - shared.started.elapsed().as_millis() as i64;
+    if row.attempts > 0 || row.queued_at < started {
+        row.outbound.maybe_sent_since = Some(row.queued_at);
+    }
     let result =
         match tokio::time::timeout(SEND_TIMEOUT, deliver(adapter.as_ref(), &row.outbound)).await {
             Ok(r) => r,

@@ -53,7 +53,7 @@ impl Outbox for SqliteStore {
     async fn outbox_due(&self, now: i64, limit: usize) -> Result<Vec<OutboxRow>> {
         self.call(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT o.id, o.platform, o.payload, o.attempts FROM outbox o
+                "SELECT o.id, o.platform, o.payload, o.attempts, o.created_at FROM outbox o
                  JOIN (SELECT MIN(id) AS id FROM outbox WHERE status = 'pending'
                        GROUP BY platform, chat_id) head ON head.id = o.id
                  WHERE o.next_attempt_at <= ?1 ORDER BY o.id LIMIT ?2",
@@ -65,11 +65,12 @@ impl Outbox for SqliteStore {
                         r.get::<_, String>(1)?,
                         r.get::<_, String>(2)?,
                         r.get::<_, u32>(3)?,
+                        r.get::<_, i64>(4)?,
                     ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut rows = Vec::with_capacity(raws.len());
-            for (id, platform, payload, attempts) in raws {
+            for (id, platform, payload, attempts, queued_at) in raws {
                 let decoded = platform
                     .parse()
                     .map_err(StoreError::Corrupt)
@@ -79,6 +80,7 @@ impl Outbox for SqliteStore {
                             platform,
                             outbound: serde_json::from_str(&payload)?,
                             attempts,
+                            queued_at,
                         })
                     });
                 match decoded {

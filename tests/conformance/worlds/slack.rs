@@ -54,8 +54,9 @@ impl<const EVENTS: bool> Platform for Slack<EVENTS> {
     } else {
         "slack-socket"
     };
-    // chat.postMessage has no idempotency key.
-    const EXACTLY_ONCE: bool = false;
+    // chat.postMessage has no idempotency key, but a reply that may have gone out is looked for
+    // by the outbox key in its metadata before it is sent again.
+    const EXACTLY_ONCE: bool = true;
     const MAX_LEN: Option<usize> = Some(4000);
 
     async fn new(config: &str, people: usize) -> Self {

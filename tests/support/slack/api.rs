@@ -30,6 +30,9 @@ pub enum Fault {
     Error(String),
     /// That HTTP status with an empty body.
     Status(u16),
+    /// The call is carried out, but its answer comes only after this long (a process killed
+    /// meanwhile never learns that its message was posted).
+    Stall(std::time::Duration),
 }
 
 /// One Web API request.
@@ -98,6 +101,30 @@ pub struct WebState {
     /// Uploads by file id: the name asked for, and the bytes once uploaded.
     pub uploads: HashMap<String, (String, Option<Vec<u8>>)>,
     pub shared_files: Vec<SharedFile>,
+    /// Every message posted in the workspace, people's and the bot's, oldest first, each with
+    /// its `channel` (what `conversations.history` / `replies` read).
+    pub history: Vec<Value>,
+}
+
+impl WebState {
+    /// A fresh message timestamp: the current second and a counter, so every `ts` is unique,
+    /// later ones compare greater, and they are near the clock like Slack's.
+    pub fn next_ts(&mut self) -> String {
+        self.next_ts += 1;
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{secs}.{:06}", self.next_ts)
+    }
+}
+
+/// Slack timestamps as numbers, for ordering.
+fn ts_key(ts: &str) -> (u64, u64) {
+    let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
+    (
+        s.parse().unwrap_or(0),
+        format!("{f:0<6}").parse().unwrap_or(0),
+    )
 }
 
 pub type Shared = Arc<Mutex<WebState>>;
@@ -165,7 +192,22 @@ pub async fn handle(
         parse_pairs(&String::from_utf8_lossy(&body), &mut params);
     }
     let params = Value::Object(params);
+    let stall = {
+        let mut s = lock(&st);
+        let queue = s.faults.get_mut(&method);
+        match queue.as_ref().and_then(|q| q.front()) {
+            Some(Fault::Stall(d)) => {
+                let d = *d;
+                queue.and_then(VecDeque::pop_front);
+                Some(d)
+            }
+            _ => None,
+        }
+    };
     let (status, response) = answer(&st, &method, &params, token.as_deref());
+    if let Some(d) = stall {
+        tokio::time::sleep(d).await;
+    }
     lock(&st).calls.push(Call {
         method,
         params,
@@ -190,6 +232,7 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
                     .into_response(),
             ),
             Fault::Error(code) => (200, err(&code)),
+            Fault::Stall(_) => unreachable!("taken before the call"),
             Fault::Status(code) => (
                 code,
                 StatusCode::from_u16(code)
@@ -254,6 +297,7 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
                 None => err("user_not_found"),
             }
         }
+        "conversations.history" | "conversations.replies" => read_history(&s, method, p),
         "conversations.info" => {
             let id = p["channel"].as_str().unwrap_or_default();
             ok(
@@ -263,6 +307,52 @@ fn answer(st: &Shared, method: &str, p: &Value, token: Option<&str>) -> (u16, Re
         _ => err("unknown_method"),
     };
     (200, r)
+}
+
+/// `conversations.history` (a channel's top-level messages, newest first) and
+/// `conversations.replies` (a thread, its root first), after `oldest`, at most `limit`, with
+/// metadata only when `include_all_metadata` asks for it.
+fn read_history(s: &WebState, method: &str, p: &Value) -> Response {
+    let Some(channel) = p["channel"].as_str() else {
+        return err("channel_not_found");
+    };
+    let oldest = ts_key(p["oldest"].as_str().unwrap_or("0"));
+    let limit = p["limit"]
+        .as_str()
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(100)
+        .clamp(1, 999);
+    let metadata = p["include_all_metadata"] == "true";
+    let in_channel = s.history.iter().filter(|m| m["channel"] == channel);
+    let mut found: Vec<Value> = if method == "conversations.replies" {
+        let Some(root) = p["ts"].as_str() else {
+            return err("thread_not_found");
+        };
+        in_channel
+            .filter(|m| m["ts"] == root || m["thread_ts"] == root)
+            .filter(|m| m["ts"] == root || ts_key(m["ts"].as_str().unwrap_or("0")) > oldest)
+            .cloned()
+            .collect()
+    } else {
+        let mut top: Vec<Value> = in_channel
+            .filter(|m| m["thread_ts"].is_null() || m["thread_ts"] == m["ts"])
+            .filter(|m| ts_key(m["ts"].as_str().unwrap_or("0")) > oldest)
+            .cloned()
+            .collect();
+        top.reverse();
+        top
+    };
+    let has_more = found.len() > limit;
+    found.truncate(limit);
+    for m in &mut found {
+        if let Some(o) = m.as_object_mut() {
+            o.remove("channel");
+            if !metadata {
+                o.remove("metadata");
+            }
+        }
+    }
+    ok(json!({"messages": found, "has_more": has_more}))
 }
 
 /// `files.completeUploadExternal`: every file must have been uploaded; each is shared in the
@@ -328,8 +418,7 @@ fn message(s: &mut WebState, method: &str, p: &Value) -> Result<Response, &'stat
         }
         ts
     } else {
-        s.next_ts += 1;
-        format!("1700000100.{:06}", s.next_ts)
+        s.next_ts()
     };
     let posted = Posted {
         channel: channel.to_owned(),
@@ -339,15 +428,26 @@ fn message(s: &mut WebState, method: &str, p: &Value) -> Result<Response, &'stat
         blocks,
         at: Instant::now(),
     };
-    if method == "chat.update" {
-        s.updates.push(posted);
-    } else {
-        s.posted.push(posted);
-    }
     let mut msg =
         json!({"type": "message", "text": text, "user": BOT_USER, "bot_id": "BBOT", "ts": ts});
     if let Some(t) = &thread_ts {
         msg["thread_ts"] = json!(t);
+    }
+    if method == "chat.update" {
+        s.updates.push(posted);
+        for m in s.history.iter_mut().filter(|m| m["ts"] == ts.as_str()) {
+            m["text"] = json!(text);
+        }
+    } else {
+        s.posted.push(posted);
+        let mut stored = msg.clone();
+        stored["channel"] = json!(channel);
+        // Sent as a JSON object, or as a JSON string in a form body.
+        stored["metadata"] = match &p["metadata"] {
+            Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+            other => other.clone(),
+        };
+        s.history.push(stored);
     }
     Ok(ok(json!({"channel": channel, "ts": ts, "message": msg})))
 }

@@ -340,9 +340,28 @@ impl FakeSlack {
     // --- payload builders (shared by Socket Mode and the Events API) ---
 
     fn next_ts(&self) -> String {
-        let mut s = self.web();
-        s.next_ts += 1;
-        format!("1700000200.{:06}", s.next_ts)
+        self.web().next_ts()
+    }
+
+    /// Record a person's message in the channel's history (what `conversations.history` reads).
+    fn record(&self, event: &Value) {
+        let mut m = event.clone();
+        if let Some(o) = m.as_object_mut() {
+            for k in ["event_ts", "channel_type", "team"] {
+                o.remove(k);
+            }
+            o.insert("type".into(), json!("message"));
+        }
+        self.web().history.push(m);
+    }
+
+    /// Slack gives up on the events it could not deliver (after its retries): envelopes not
+    /// acknowledged are never sent again. What they carried stays in the channels' history.
+    pub fn give_up_undelivered(&self) -> usize {
+        let mut s = self.sock();
+        let n = s.unacked.len();
+        s.unacked.clear();
+        n
     }
 
     /// An `event_callback` around `event`, with a fresh `event_id`.
@@ -362,6 +381,7 @@ impl FakeSlack {
         let ts = self.next_ts();
         let ev = json!({"type": "message", "channel": dm_channel(user), "user": user, "text": text,
             "ts": ts, "event_ts": ts, "client_msg_id": format!("cm-{ts}"), "channel_type": "im", "team": TEAM});
+        self.record(&ev);
         (self.callback(ev), ts)
     }
 
@@ -380,6 +400,7 @@ impl FakeSlack {
         if let Some(t) = thread {
             ev["thread_ts"] = json!(t);
         }
+        self.record(&ev);
         (self.callback(ev), ts)
     }
 
@@ -397,6 +418,7 @@ impl FakeSlack {
         if let Some(t) = thread {
             ev["thread_ts"] = json!(t);
         }
+        self.record(&ev);
         (self.callback(ev), ts)
     }
 

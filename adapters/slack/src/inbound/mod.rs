@@ -160,7 +160,7 @@ impl Context<'_> {
         }
     }
 
-    async fn deliver(&self, mut msg: Message) -> Result<(), AdapterError> {
+    pub(crate) async fn deliver(&self, mut msg: Message) -> Result<(), AdapterError> {
         let user = msg.sender.id.as_str().to_owned();
         let name = match self.rules.cached_name(&user) {
             Some(n) => Some(n),
@@ -253,6 +253,35 @@ fn message_event(ev: &SlackMessageEvent, me: &BotIdentity, rules: &Rules) -> Opt
         ts: &ev.origin.ts.0,
         thread_ts: ev.origin.thread_ts.as_ref().map(|t| t.0.as_str()),
         content: ev.content.as_ref(),
+    };
+    build(parts, me, rules, false)
+}
+
+/// A message read back from `conversations.history` / `replies` (catching up), under the same
+/// rules as a live event. Those carry no channel or channel type: `channel` is where it was read.
+pub(crate) fn history_message(
+    channel: &str,
+    m: &SlackHistoryMessage,
+    me: &BotIdentity,
+    rules: &Rules,
+) -> Option<Message> {
+    match &m.subtype {
+        None
+        | Some(SlackMessageEventType::FileShare)
+        | Some(SlackMessageEventType::ThreadBroadcast)
+        | Some(SlackMessageEventType::MeMessage) => {}
+        Some(_) => return None,
+    }
+    if m.sender.bot_id.is_some() {
+        return None;
+    }
+    let parts = Parts {
+        user: m.sender.user.as_ref()?.0.as_str(),
+        channel,
+        channel_type: None,
+        ts: &m.origin.ts.0,
+        thread_ts: m.origin.thread_ts.as_ref().map(|t| t.0.as_str()),
+        content: Some(&m.content),
     };
     build(parts, me, rules, false)
 }
