@@ -6,6 +6,8 @@
 //! cargo bench --bench gateway                 # full run, ~10 minutes
 //! cargo bench --bench gateway -- --quick      # smaller scenarios, ~3 minutes
 //! cargo bench --bench gateway -- --compare    # also hermes-agent (benches/hermes-agent/setup)
+//! cargo bench --bench gateway -- --defaults   # e2e with hermes's default configuration
+//! cargo bench --bench gateway -- --soak 60    # an hour at 50 msg/s: RSS and fds over time
 //! cargo bench --bench gateway -- --only e2e,startup --json /tmp/out.json
 //! ```
 //!
@@ -30,6 +32,8 @@ mod load;
 mod prompt;
 #[path = "gateway/report.rs"]
 mod report;
+#[path = "gateway/soak.rs"]
+mod soak;
 #[path = "gateway/storage.rs"]
 mod storage;
 #[path = "gateway/sut.rs"]
@@ -46,6 +50,10 @@ use sut::Target;
 pub struct Options {
     pub quick: bool,
     pub compare: bool,
+    /// hermes with its default configuration in `e2e` (not the raised caps).
+    pub defaults: bool,
+    /// `--soak MINUTES`: only the soak, this long.
+    pub soak: Option<f64>,
     pub json: Option<String>,
     pub only: Option<Vec<String>>,
     pub agent_venv: String,
@@ -56,6 +64,8 @@ impl Options {
         let mut o = Options {
             quick: false,
             compare: false,
+            defaults: false,
+            soak: None,
             json: None,
             only: None,
             agent_venv: std::env::var("HERMES_AGENT_VENV")
@@ -66,6 +76,8 @@ impl Options {
             match a.as_str() {
                 "--quick" => o.quick = true,
                 "--compare" => o.compare = true,
+                "--defaults" => o.defaults = true,
+                "--soak" => o.soak = args.next().and_then(|m| m.parse().ok()),
                 "--json" => o.json = args.next(),
                 "--only" => {
                     o.only = args
@@ -123,6 +135,11 @@ fn progress(what: &str) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let opts = Options::parse();
+    if let Some(minutes) = opts.soak {
+        progress(&format!("soak for {minutes} minutes at 50 msg/s"));
+        soak::run(minutes).await;
+        return;
+    }
     let mut targets = vec![Target::Hermes, Target::Floor];
     let mut report = Report::new(&opts);
     if opts.compare {
@@ -138,6 +155,11 @@ async fn main() {
         }
     }
     let agent = targets.contains(&Target::Agent);
+    report.note(if opts.defaults {
+        "e2e: hermes with its default configuration (busy mode, caps)".to_owned()
+    } else {
+        "e2e: hermes with busy_mode = queue, 1024 turns, 1024 model calls".to_owned()
+    });
 
     if opts.wants("e2e") {
         for (i, s) in SCENARIOS.iter().enumerate() {
@@ -149,7 +171,7 @@ async fn main() {
                     spec.name(),
                     spec.total()
                 ));
-                let mut w = sut::world(spec.llm_delay).await;
+                let mut w = sut::world_with(spec.llm_delay, opts.defaults).await;
                 let running = sut::start(target, &mut w, &opts).await;
                 let timeout = Duration::from_secs(if target == Target::Agent { 240 } else { 120 });
                 let base = 10_000 + 1_000 * i as i64;

@@ -24,6 +24,13 @@ pub struct ServerLabel {
     pub server: String,
 }
 
+/// Label of per-model series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelLabel {
+    pub endpoint: String,
+    pub model: String,
+}
+
 /// Label of series split by what happened.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -53,6 +60,8 @@ pub struct Metrics {
     pub adapter_restarts: Family<PlatformLabel, Gauge>,
     pub mcp_server_up: Family<ServerLabel, Gauge>,
     pub mcp_server_tools: Family<ServerLabel, Gauge>,
+    pub llm_concurrency_limit: Family<ModelLabel, Gauge>,
+    pub llm_in_flight: Family<ModelLabel, Gauge>,
     pub uptime_seconds: Gauge,
     pub resident_bytes: Gauge,
 }
@@ -87,6 +96,8 @@ impl Metrics {
             adapter_up: Family::default(),
             mcp_server_up: Family::default(),
             mcp_server_tools: Family::default(),
+            llm_concurrency_limit: Family::default(),
+            llm_in_flight: Family::default(),
             adapter_restarts: Family::default(),
             uptime_seconds: Gauge::default(),
             resident_bytes: Gauge::default(),
@@ -182,6 +193,16 @@ impl Metrics {
             "mcp_server_tools",
             "Tools the MCP server offers (after the allow and exclude lists)",
             m.mcp_server_tools.clone(),
+        );
+        r.register(
+            "llm_concurrency_limit",
+            "Model calls allowed at once, per endpoint and model (adaptive unless fixed in the config)",
+            m.llm_concurrency_limit.clone(),
+        );
+        r.register(
+            "llm_requests_in_flight",
+            "Model calls running now, per endpoint and model",
+            m.llm_in_flight.clone(),
         );
         r.register(
             "uptime_seconds",

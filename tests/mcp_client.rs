@@ -326,12 +326,7 @@ async fn a_server_that_cannot_start_is_reported_and_the_others_serve() {
             && out.contains("mcp:       py connected, 6 tools"),
         "{out}{err}"
     );
-    let metrics = reqwest::get(format!("{}/metrics", w.admin_url().await))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = w.metrics().await;
     for line in [
         "hermes_mcp_server_up{server=\"py\"} 1",
         "hermes_mcp_server_up{server=\"broken\"} 0",

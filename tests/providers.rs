@@ -31,7 +31,7 @@ fn provider(kind: ProviderKind, base_url: &str, key: &str) -> Arc<dyn Provider> 
         base_url: base_url.into(),
         api_key: Secret::new(key),
         timeout: Duration::from_secs(20),
-        max_concurrent_requests: 4,
+        concurrency: hermes::llm::limit::Concurrency::Fixed(4),
     };
     build(kind, &settings).expect("provider builds")
 }

@@ -238,3 +238,66 @@ async fn thirty_seconds_of_provider_failure_one_notice_each_then_all_answered() 
     }
     assert!(daemon.is_running());
 }
+
+/// One message from each of `users` people at once, answered after `delay`.
+fn crowd(w: &World, users: i64, delay: Duration) -> Vec<String> {
+    w.llm.set_default(move |r| {
+        Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default())).delayed(delay)
+    });
+    (0..users)
+        .map(|u| {
+            let text = format!("crowd u{u}");
+            w.tg.private_text(1000 + u, "User", &text);
+            format!("echo: {text}")
+        })
+        .collect()
+}
+
+/// The daemon's model-call limits, from `hermes status --json`.
+fn limits(w: &World) -> Vec<serde_json::Value> {
+    let (code, out, err) = w.run(&["status", "--json"]);
+    assert!(code.code().is_some_and(|c| c <= 1), "{out}{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).expect("status JSON");
+    status["llm_limits"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_is_not_held_to_a_small_fixed_number_of_model_calls() {
+    // Once the defaults let 8 model calls run at once, so the ninth person in a busy chat
+    // waited for the other eight. Now the limit grows while calls wait and the provider copes.
+    let mut w = World::new("").await;
+    w.set_env("HERMES_ALLOW_ALL_USERS", "true");
+    let _daemon = w.start().await;
+    let expected = crowd(&w, 100, Duration::from_millis(400));
+    wait_all_answered(&w, &expected, Duration::from_secs(60)).await;
+    assert_each_once(&w, &expected);
+    let most = w.llm.max_in_flight();
+    assert!(most > 32, "at most {most} model calls ran at once");
+    let l = &limits(&w)[0];
+    assert_eq!(l["adaptive"], true, "{l}");
+    assert!(l["limit"].as_u64().unwrap() > 32, "{l}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_takes_few_calls_at_once_gets_fewer_and_everyone_is_answered() {
+    let mut w = World::new("").await;
+    w.set_env("HERMES_ALLOW_ALL_USERS", "true");
+    w.llm.set_capacity(8);
+    let daemon = w.start().await;
+    let expected = crowd(&w, 40, Duration::from_millis(300));
+    wait_all_answered(&w, &expected, Duration::from_secs(90)).await;
+    assert_each_once(&w, &expected);
+    assert!(w.llm.over_capacity() > 0, "the provider never said no");
+    let l = &limits(&w)[0];
+    assert!(l["cuts"].as_u64().unwrap() >= 1, "{l}");
+    assert!(l["limit"].as_u64().unwrap() <= 16, "{l}");
+    // Shown where operators look.
+    let metrics = w.metrics().await;
+    assert!(
+        metrics.contains("hermes_llm_concurrency_limit{"),
+        "{metrics}"
+    );
+    let (_, text, _) = w.run(&["status"]);
+    assert!(text.contains("adaptive, lowered"), "{text}");
+    drop(daemon);
+}

@@ -81,6 +81,7 @@ pub async fn idle_all_adapters(settle: Duration) -> Result<u64, String> {
     let dc = FakeDiscord::start(TOKEN).await;
     let slack = FakeSlack::start().await;
     w.set_env("HERMES_LOG", "info");
+    sut::pass_env(w);
     w.set_env("TELEGRAM_BOT_TOKEN", TOKEN);
     w.set_env("DISCORD_BOT_TOKEN", TOKEN);
     w.set_env("DISCORD_API_URL", &dc.api_url());

@@ -32,10 +32,13 @@ impl Target {
 }
 
 /// Settings of the hermes daemon under load: everyone allowed, messages of a busy
-/// conversation queued (each answered), and concurrency caps raised from their defaults (8
-/// turns, 8 model calls) so that they do not decide the result.
+/// conversation queued (each answered), and concurrency caps raised from their defaults (256
+/// turns, an adaptive number of model calls) so that they do not decide the result.
 pub const HERMES_CONFIG: &str = "[gateway]\nallow_all_users = true\nbusy_mode = \"queue\"\n\
     max_concurrent_turns = 1024\n\n[llm]\nmax_concurrent_requests = 1024\n";
+
+/// `--defaults`: everyone allowed, everything else as shipped.
+pub const DEFAULT_CONFIG: &str = "[gateway]\nallow_all_users = true\n";
 
 /// A running system under test; stopped when dropped.
 pub enum Running {
@@ -86,9 +89,15 @@ impl Drop for Running {
     }
 }
 
-/// Fresh fakes with the LLM answering `echo: <text>` after `delay`.
-pub async fn world(delay: Duration) -> World {
-    let mut w = World::new(HERMES_CONFIG).await;
+/// Fresh fakes with the LLM answering `echo: <text>` after `delay`; hermes configured with
+/// [`HERMES_CONFIG`], or [`DEFAULT_CONFIG`] when `defaults`.
+pub async fn world_with(delay: Duration, defaults: bool) -> World {
+    let mut w = World::new(if defaults {
+        DEFAULT_CONFIG
+    } else {
+        HERMES_CONFIG
+    })
+    .await;
     w.llm.set_default(move |r| {
         let reply = Reply::text(format!("echo: {}", r.last_user_text().unwrap_or_default()));
         if delay.is_zero() {
@@ -99,7 +108,30 @@ pub async fn world(delay: Duration) -> World {
     });
     w.set_env("HERMES_LOG", "info");
     w.set_env("HERMES_ALLOW_ALL_USERS", "true");
+    pass_env(&mut w);
     w
+}
+
+/// The daemon gets a clean environment; these pass through from the bench's, for A/B runs of
+/// the allocator's settings.
+pub fn pass_env(w: &mut World) {
+    for key in [
+        "MALLOC_ARENA_MAX",
+        "MALLOC_TRIM_THRESHOLD_",
+        "MIMALLOC_PURGE_DELAY",
+        "MIMALLOC_ARENA_EAGER_COMMIT",
+        "MIMALLOC_ARENA_RESERVE",
+        "_RJEM_MALLOC_CONF",
+    ] {
+        if let Ok(v) = std::env::var(key) {
+            w.set_env(key, &v);
+        }
+    }
+}
+
+/// [`world_with`] the raised caps.
+pub async fn world(delay: Duration) -> World {
+    world_with(delay, false).await
 }
 
 /// Start `target` against `w`'s fakes and wait until it polls Telegram.

@@ -24,7 +24,7 @@ pub(crate) fn fallbacks(config: &Config) -> Vec<Fallback> {
                 base_url: f.base_url.clone().unwrap_or_else(|| f.provider.default_base_url().to_owned()),
                 api_key: f.api_key.clone(),
                 timeout: std::time::Duration::from_secs(config.llm.request_timeout_secs),
-                max_concurrent_requests: config.llm.max_concurrent_requests,
+                concurrency: llm::limit::Concurrency::from_config(config.llm.max_concurrent_requests),
             };
             match llm::build(f.provider, &settings) {
                 Ok(provider) => Some(Fallback {

@@ -89,6 +89,21 @@ pub(super) fn render(r: &StatusReport) -> String {
         if r.ready { "ready" } else { "NOT READY" }
     );
     out.push_str(&format!("model:     {}\n", r.model));
+    for l in &r.llm_limits {
+        out.push_str(&format!(
+            "calls:     {} @ {}: {} running, {} allowed at once ({}{})\n",
+            l.model,
+            l.endpoint,
+            l.in_flight,
+            l.limit,
+            if l.adaptive { "adaptive" } else { "fixed" },
+            if l.cuts > 0 {
+                format!(", lowered {} times by the provider's answers", l.cuts)
+            } else {
+                String::new()
+            }
+        ));
+    }
     for a in &r.adapters {
         out.push_str(&format!(
             "{:<10} {} (last sign of life {} ago, {} restarts){}\n",

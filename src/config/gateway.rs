@@ -31,7 +31,9 @@ pub struct GatewayConfig {
     pub allow_all_users: bool,
     pub busy_mode: BusyMode,
     pub group_sessions: GroupSessions,
-    /// Agent turns running at once across all sessions.
+    /// Agent turns running at once across all sessions. A turn waiting for the model costs
+    /// little, so the default is sized for hundreds of people at once; the model calls
+    /// themselves are paced by `llm.max_concurrent_requests` (adaptive by default).
     pub max_concurrent_turns: usize,
     /// Turns one person may have running at once, across all their sessions and threads.
     pub turns_per_person: usize,
@@ -63,7 +65,7 @@ impl Default for GatewayConfig {
             allow_all_users: false,
             busy_mode: BusyMode::default(),
             group_sessions: GroupSessions::default(),
-            max_concurrent_turns: 8,
+            max_concurrent_turns: 256,
             turns_per_person: 2,
             messages_per_minute: 20,
             session_idle_minutes: 60.0,

@@ -74,8 +74,9 @@ pub struct LlmConfig {
     pub request_timeout_secs: u64,
     /// Retries after a 429, 5xx or network failure, honouring `Retry-After`.
     pub max_retries: u32,
-    /// LLM requests in flight at once across all sessions.
-    pub max_concurrent_requests: usize,
+    /// Model calls in flight at once, per model, across all sessions. Unset (the default): a
+    /// limit that follows the provider's answers (halved on 429/overload, grown on success).
+    pub max_concurrent_requests: Option<usize>,
     /// Upper bound on tokens the model may write in one response (unset: provider default;
     /// Anthropic requires one and gets 8192).
     pub max_output_tokens: Option<u32>,
@@ -106,7 +107,7 @@ impl Default for LlmConfig {
             model: "gpt-4o-mini".into(),
             request_timeout_secs: 120,
             max_retries: 3,
-            max_concurrent_requests: 8,
+            max_concurrent_requests: None,
             max_output_tokens: None,
             auxiliary_model: None,
             context_window: 128_000,
@@ -142,7 +143,7 @@ impl LlmConfig {
                 "must not be empty (for example \"gpt-4o-mini\")".into(),
             );
         }
-        if self.max_concurrent_requests == 0 {
+        if self.max_concurrent_requests == Some(0) {
             return bad("llm.max_concurrent_requests", "must be at least 1".into());
         }
         Ok(())

@@ -6,6 +6,7 @@
 
 mod anthropic;
 mod http;
+pub mod limit;
 mod openai;
 mod retry;
 mod sse;
@@ -91,8 +92,8 @@ pub struct ProviderSettings {
     pub api_key: crate::config::Secret,
     /// Whole-request timeout (a streamed answer may take this long in total).
     pub timeout: Duration,
-    /// Requests in flight at once.
-    pub max_concurrent_requests: usize,
+    /// Requests in flight at once, per model.
+    pub concurrency: limit::Concurrency,
 }
 
 impl ProviderSettings {
@@ -102,7 +103,7 @@ impl ProviderSettings {
             base_url: c.base_url.clone(),
             api_key: c.api_key.clone(),
             timeout: Duration::from_secs(c.request_timeout_secs),
-            max_concurrent_requests: c.max_concurrent_requests,
+            concurrency: limit::Concurrency::from_config(c.max_concurrent_requests),
         }
     }
 
@@ -156,7 +157,7 @@ pub trait Provider: Send + Sync {
 ///     base_url: ProviderKind::Anthropic.default_base_url().into(),
 ///     api_key: Secret::new("sk-ant-…"),
 ///     timeout: std::time::Duration::from_secs(120),
-///     max_concurrent_requests: 4,
+///     concurrency: hermes::llm::limit::Concurrency::Adaptive,
 /// };
 /// let provider = build(ProviderKind::Anthropic, &settings)?;
 /// assert!(provider.describe().starts_with("anthropic @"));

@@ -41,6 +41,9 @@ pub enum StoreError {
     Open { path: String, reason: String },
     #[error("the database thread has stopped")]
     Closed,
+    /// A group of writes could not be committed (disk full, I/O error): none of them is stored.
+    #[error("the database could not commit: {0}")]
+    Commit(String),
 }
 
 impl From<serde_json::Error> for StoreError {

@@ -107,6 +107,17 @@ impl World {
         format!("http://{addr}")
     }
 
+    /// The daemon's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        let url = format!("{}/metrics", self.admin_url().await);
+        reqwest::get(url)
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics body")
+    }
+
     /// The workspace of `user` on `platform` (`$HERMES_HOME/workspace/<platform>/<user>`, the
     /// name escaped as the daemon does), created if missing.
     pub fn workspace_of(&self, platform: &str, user: &str) -> PathBuf {

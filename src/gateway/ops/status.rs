@@ -54,6 +54,9 @@ pub struct StatusReport {
     /// The MCP servers: `name: state`.
     #[serde(default)]
     pub mcp: Vec<McpServerLine>,
+    /// Model calls allowed and running at once, per endpoint and model.
+    #[serde(default)]
+    pub llm_limits: Vec<crate::llm::limit::LimitStatus>,
 }
 
 /// One MCP server in the report.
@@ -163,6 +166,7 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
                 tools: s.tools,
             })
             .collect(),
+        llm_limits: crate::llm::limit::snapshot(),
     };
     refresh_gauges(metrics(), &report);
     report
@@ -188,6 +192,17 @@ fn refresh_gauges(m: &Metrics, r: &StatusReport) {
         m.mcp_server_tools
             .get_or_create(&label)
             .set(s.tools.min(i64::MAX as usize) as i64);
+    }
+    for l in &r.llm_limits {
+        let label = crate::metrics::ModelLabel {
+            endpoint: l.endpoint.clone(),
+            model: l.model.clone(),
+        };
+        let n = |v: usize| v.min(i64::MAX as usize) as i64;
+        m.llm_concurrency_limit
+            .get_or_create(&label)
+            .set(n(l.limit));
+        m.llm_in_flight.get_or_create(&label).set(n(l.in_flight));
     }
     for a in &r.adapters {
         let Ok(platform) = a.platform.parse::<hermes_adapter::Platform>() else {

@@ -12,8 +12,8 @@ mod stream;
 use async_trait::async_trait;
 use reqwest::StatusCode;
 use serde_json::Value;
-use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::limit::{self, Concurrency};
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, ProviderSettings};
 use super::{http, sse};
 use crate::config::Secret;
@@ -26,8 +26,8 @@ pub struct AnthropicProvider {
     http: reqwest::Client,
     base_url: String,
     key: Secret,
-    /// Caps requests in flight across all sessions.
-    permits: Semaphore,
+    /// How many calls per model run at once.
+    concurrency: Concurrency,
 }
 
 impl AnthropicProvider {
@@ -36,7 +36,7 @@ impl AnthropicProvider {
             http: settings.http_client()?,
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
             key: settings.api_key.clone(),
-            permits: Semaphore::new(settings.max_concurrent_requests.max(1)),
+            concurrency: settings.concurrency,
         })
     }
 
@@ -54,11 +54,26 @@ impl AnthropicProvider {
         http::send(&self.key, self.headers(self.http.post(url)).json(body)).await
     }
 
-    async fn permit(&self) -> Result<SemaphorePermit<'_>, LlmError> {
-        self.permits
-            .acquire()
-            .await
-            .map_err(|_| LlmError::Unavailable("shutting down".into()))
+    async fn complete_now(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let resp = self.post_messages(&request::request_body(req)).await?;
+        response::parse_message(&http::text(&self.key, resp).await?)
+    }
+
+    async fn stream_now(
+        &self,
+        req: &ChatRequest,
+        deltas: &DeltaSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let resp = self.post_messages(&request::stream_body(req)).await?;
+        let mut state = stream::StreamState::default();
+        sse::read_events(
+            resp.bytes_stream(),
+            |e| http::network_error(&self.key, &e),
+            |event| state.on_event(event, deltas),
+        )
+        .await
+        .map_err(|e| http::scrub(&self.key, e))?;
+        state.finish()
     }
 }
 
@@ -73,9 +88,8 @@ impl Provider for AnthropicProvider {
     }
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let _permit = self.permit().await?;
-        let resp = self.post_messages(&request::request_body(req)).await?;
-        response::parse_message(&http::text(&self.key, resp).await?)
+        let call = self.complete_now(req);
+        limit::within(&self.base_url, &req.model, self.concurrency, call).await
     }
 
     async fn stream(
@@ -83,17 +97,8 @@ impl Provider for AnthropicProvider {
         req: &ChatRequest,
         deltas: &DeltaSink,
     ) -> Result<ChatResponse, LlmError> {
-        let _permit = self.permit().await?;
-        let resp = self.post_messages(&request::stream_body(req)).await?;
-        let mut state = stream::StreamState::default();
-        sse::read_events(
-            resp.bytes_stream(),
-            |e| http::network_error(&self.key, &e),
-            |event| state.on_event(event, deltas),
-        )
-        .await
-        .map_err(|e| http::scrub(&self.key, e))?;
-        state.finish()
+        let call = self.stream_now(req, deltas);
+        limit::within(&self.base_url, &req.model, self.concurrency, call).await
     }
 
     /// `GET /v1/models`. A proxy without that endpoint answers 404, which still proves the

@@ -8,8 +8,8 @@ mod stream;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::limit::{self, Concurrency};
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, ProviderSettings};
 use super::{http, sse};
 use crate::config::Secret;
@@ -19,8 +19,8 @@ pub struct OpenAiProvider {
     http: reqwest::Client,
     base_url: String,
     key: Secret,
-    /// Caps requests in flight across all sessions.
-    permits: Semaphore,
+    /// How many calls per model run at once.
+    concurrency: Concurrency,
 }
 
 impl OpenAiProvider {
@@ -29,7 +29,7 @@ impl OpenAiProvider {
             http: settings.http_client()?,
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
             key: settings.api_key.clone(),
-            permits: Semaphore::new(settings.max_concurrent_requests.max(1)),
+            concurrency: settings.concurrency,
         })
     }
 
@@ -45,11 +45,35 @@ impl OpenAiProvider {
         self.authorized(self.http.post(format!("{}{path}", self.base_url)))
     }
 
-    async fn permit(&self) -> Result<SemaphorePermit<'_>, LlmError> {
-        self.permits
-            .acquire()
-            .await
-            .map_err(|_| LlmError::Unavailable("shutting down".into()))
+    async fn complete_now(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = request::request_body(req);
+        let resp = http::send(&self.key, self.post("/chat/completions").json(&body)).await?;
+        response::parse_completion(&http::text(&self.key, resp).await?)
+    }
+
+    async fn stream_now(
+        &self,
+        req: &ChatRequest,
+        deltas: &DeltaSink,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = request::stream_body(req);
+        let resp = http::send(&self.key, self.post("/chat/completions").json(&body)).await?;
+        if is_json(&resp) {
+            let answer = response::parse_completion(&http::text(&self.key, resp).await?)?;
+            if !answer.content.is_empty() {
+                let _ = deltas.send(answer.content.clone());
+            }
+            return Ok(answer);
+        }
+        let mut state = stream::StreamState::default();
+        sse::read_events(
+            resp.bytes_stream(),
+            |e| http::network_error(&self.key, &e),
+            |event| state.on_event(event, deltas),
+        )
+        .await
+        .map_err(|e| http::scrub(&self.key, e))?;
+        state.finish()
     }
 }
 
@@ -73,10 +97,8 @@ impl Provider for OpenAiProvider {
     }
 
     async fn complete(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let _permit = self.permit().await?;
-        let body = request::request_body(req);
-        let resp = http::send(&self.key, self.post("/chat/completions").json(&body)).await?;
-        response::parse_completion(&http::text(&self.key, resp).await?)
+        let call = self.complete_now(req);
+        limit::within(&self.base_url, &req.model, self.concurrency, call).await
     }
 
     async fn stream(
@@ -84,25 +106,8 @@ impl Provider for OpenAiProvider {
         req: &ChatRequest,
         deltas: &DeltaSink,
     ) -> Result<ChatResponse, LlmError> {
-        let _permit = self.permit().await?;
-        let body = request::stream_body(req);
-        let resp = http::send(&self.key, self.post("/chat/completions").json(&body)).await?;
-        if is_json(&resp) {
-            let answer = response::parse_completion(&http::text(&self.key, resp).await?)?;
-            if !answer.content.is_empty() {
-                let _ = deltas.send(answer.content.clone());
-            }
-            return Ok(answer);
-        }
-        let mut state = stream::StreamState::default();
-        sse::read_events(
-            resp.bytes_stream(),
-            |e| http::network_error(&self.key, &e),
-            |event| state.on_event(event, deltas),
-        )
-        .await
-        .map_err(|e| http::scrub(&self.key, e))?;
-        state.finish()
+        let call = self.stream_now(req, deltas);
+        limit::within(&self.base_url, &req.model, self.concurrency, call).await
     }
 
     async fn probe(&self) -> Result<String, LlmError> {

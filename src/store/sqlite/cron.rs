@@ -2,6 +2,7 @@
 //! `(job, scheduled time)` so one scheduled time runs at most once; a run's output and its
 //! deliveries are written in one transaction.
 
+use super::Cached;
 use async_trait::async_trait;
 use hermes_adapter::{Outbound, Platform, now_millis};
 use rusqlite::{OptionalExtension, params};
@@ -62,7 +63,7 @@ impl CronStore for SqliteStore {
         self.call(move |c| {
             let (skills, origin, deliver) = encode(&j)?;
             j.created_at = now_millis();
-            c.execute(
+            c.exec(
                 "INSERT INTO cron_jobs (name, schedule, timezone, prompt, skills, session, origin, owner,
                      deliver, enabled, timeout_secs, anchor_at, next_run_at, last_run_at, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
@@ -93,7 +94,7 @@ impl CronStore for SqliteStore {
     async fn cron_update(&self, j: CronJob) -> Result<()> {
         self.call(move |c| {
             let (skills, origin, deliver) = encode(&j)?;
-            c.execute(
+            c.exec(
                 "UPDATE cron_jobs SET name = ?2, schedule = ?3, timezone = ?4, prompt = ?5, skills = ?6,
                      session = ?7, origin = ?8, deliver = ?9, enabled = ?10, timeout_secs = ?11,
                      anchor_at = ?12, next_run_at = ?13
@@ -121,7 +122,7 @@ impl CronStore for SqliteStore {
 
     async fn cron_get(&self, id: i64) -> Result<Option<CronJob>> {
         self.call(move |c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 &format!("SELECT {JOB_COLUMNS} FROM cron_jobs WHERE id = ?1"),
                 [id],
                 job,
@@ -144,7 +145,7 @@ impl CronStore for SqliteStore {
     }
 
     async fn cron_delete(&self, id: i64) -> Result<bool> {
-        self.call(move |c| Ok(c.execute("DELETE FROM cron_jobs WHERE id = ?1", [id])? == 1))
+        self.call(move |c| Ok(c.exec("DELETE FROM cron_jobs WHERE id = ?1", [id])? == 1))
             .await
     }
 
@@ -161,7 +162,7 @@ impl CronStore for SqliteStore {
 
     async fn cron_next_due(&self) -> Result<Option<i64>> {
         self.call(|c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT MIN(next_run_at) FROM cron_jobs WHERE enabled = 1",
                 [],
                 |r| r.get::<_, Option<i64>>(0),
@@ -177,15 +178,15 @@ impl CronStore for SqliteStore {
         next: Option<i64>,
     ) -> Result<Option<i64>> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             let now = now_millis();
-            let claimed = tx.execute(
+            let claimed = tx.exec(
                 "INSERT OR IGNORE INTO cron_runs (job_id, scheduled_at, started_at, status)
                  VALUES (?1, ?2, ?3, 'running')",
                 params![job_id, scheduled, now],
             )? == 1;
             let run_id = claimed.then(|| tx.last_insert_rowid());
-            tx.execute(
+            tx.exec(
                 "UPDATE cron_jobs SET next_run_at = ?2, last_run_at = CASE WHEN ?3 THEN ?4 ELSE last_run_at END
                  WHERE id = ?1",
                 params![job_id, next, claimed, scheduled],
@@ -204,14 +205,14 @@ impl CronStore for SqliteStore {
         why: String,
     ) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             let now = now_millis();
-            tx.execute(
+            tx.exec(
                 "INSERT OR IGNORE INTO cron_runs (job_id, scheduled_at, started_at, finished_at, status, output)
                  VALUES (?1, ?2, ?3, ?3, 'skipped', ?4)",
                 params![job_id, scheduled, now, why],
             )?;
-            tx.execute("UPDATE cron_jobs SET next_run_at = ?2 WHERE id = ?1", params![job_id, next])?;
+            tx.exec("UPDATE cron_jobs SET next_run_at = ?2 WHERE id = ?1", params![job_id, next])?;
             tx.commit()?;
             Ok(())
         })
@@ -226,9 +227,9 @@ impl CronStore for SqliteStore {
         replies: Vec<(Platform, Outbound)>,
     ) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             outbox::insert(&tx, &replies)?;
-            let n = tx.execute(
+            let n = tx.exec(
                 "UPDATE cron_runs SET status = ?2, output = ?3, finished_at = ?4 WHERE id = ?1",
                 params![run_id, status, output, now_millis()],
             )?;
@@ -243,7 +244,7 @@ impl CronStore for SqliteStore {
 
     async fn cron_mark_interrupted(&self) -> Result<usize> {
         self.call(|c| {
-            Ok(c.execute(
+            Ok(c.exec(
                 "UPDATE cron_runs SET status = 'failed', finished_at = ?1,
                      output = 'interrupted: the daemon stopped during this run'
                  WHERE status = 'running'",

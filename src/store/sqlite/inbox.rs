@@ -1,9 +1,10 @@
 //! `Inbox` in SQLite: the `inbox` table, unique on (platform, chat, message id), so a
 //! redelivered message is recognised and dropped.
 
+use super::Cached;
 use async_trait::async_trait;
 use hermes_adapter::{Message, Outbound, Platform, SessionKey, now_millis};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, outbox};
 use crate::store::{Inbox, InboxOutcome, InboxRow, InboxStatus, Result, StoreError};
@@ -45,7 +46,7 @@ fn decode_or_poison(c: &rusqlite::Connection, raws: Vec<RawRow>) -> Result<Vec<I
             Ok(row) => rows.push(row),
             Err(e) => {
                 tracing::error!(inbox = id, error = %e, "an inbox row cannot be read; it is set aside as poisoned");
-                c.execute(
+                c.exec(
                     "UPDATE inbox SET status = 'poisoned', outcome = ?2, processed_at = ?3 WHERE id = ?1",
                     params![id, format!("unreadable: {e}"), now_millis()],
                 )?;
@@ -56,7 +57,7 @@ fn decode_or_poison(c: &rusqlite::Connection, raws: Vec<RawRow>) -> Result<Vec<I
 }
 
 /// Mark rows finished inside an open transaction.
-pub(super) fn finish(tx: &Transaction<'_>, ids: &[i64], outcome: InboxOutcome) -> Result<()> {
+pub(super) fn finish(tx: &Connection, ids: &[i64], outcome: InboxOutcome) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "UPDATE inbox SET status = 'done', outcome = ?2, processed_at = ?3 WHERE id = ?1",
     )?;
@@ -77,7 +78,7 @@ impl Inbox for SqliteStore {
             msg.id.0.clone(),
         );
         self.call(move |c| {
-            let n = c.execute(
+            let n = c.exec(
                 "INSERT OR IGNORE INTO inbox (platform, chat_id, message_id, payload, received_at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![platform, chat, id, payload, now_millis()],
@@ -103,7 +104,7 @@ impl Inbox for SqliteStore {
     async fn inbox_queue(&self, id: i64, key: &SessionKey) -> Result<()> {
         let key = key.to_string();
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE inbox SET status = 'queued', session_key = ?2 WHERE id = ?1",
                 params![id, key],
             )?;
@@ -114,7 +115,7 @@ impl Inbox for SqliteStore {
 
     async fn inbox_ignore(&self, id: i64, outcome: InboxOutcome) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE inbox SET status = 'ignored', outcome = ?2, processed_at = ?3 WHERE id = ?1",
                 params![id, outcome.as_str(), now_millis()],
             )?;
@@ -125,7 +126,7 @@ impl Inbox for SqliteStore {
 
     async fn inbox_finish(&self, ids: Vec<i64>, outcome: InboxOutcome) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             finish(&tx, &ids, outcome)?;
             tx.commit()?;
             Ok(())
@@ -148,7 +149,7 @@ impl Inbox for SqliteStore {
                     Ok(key) => out.push(key),
                     Err(e) => {
                         tracing::error!(error = %e, "queued inbox rows with an unreadable session key are set aside as poisoned");
-                        c.execute(
+                        c.exec(
                             "UPDATE inbox SET status = 'poisoned', outcome = ?2
                              WHERE status = 'queued' AND session_key = ?1",
                             params![k, format!("unreadable session key: {e}")],
@@ -178,7 +179,7 @@ impl Inbox for SqliteStore {
 
     async fn inbox_get(&self, id: i64) -> Result<Option<InboxRow>> {
         self.call(move |c| {
-            c.query_row(
+            c.one(
                 &format!("SELECT {COLUMNS} FROM inbox WHERE id = ?1"),
                 [id],
                 row,
@@ -223,7 +224,7 @@ impl Inbox for SqliteStore {
 
     async fn inbox_poisoned_count(&self) -> Result<u64> {
         self.call(|c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT COUNT(*) FROM inbox WHERE status = 'poisoned'",
                 [],
                 |r| r.get::<_, i64>(0),
@@ -234,7 +235,7 @@ impl Inbox for SqliteStore {
 
     async fn inbox_open_count(&self) -> Result<u64> {
         self.call(|c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT COUNT(*) FROM inbox WHERE status IN ('new', 'queued')",
                 [],
                 |r| r.get::<_, i64>(0),
@@ -250,7 +251,7 @@ impl Inbox for SqliteStore {
         replies: Vec<(Platform, Outbound)>,
     ) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             outbox::insert(&tx, &replies)?;
             finish(&tx, &inbox_ids, outcome)?;
             tx.commit()?;

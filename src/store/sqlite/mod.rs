@@ -1,6 +1,12 @@
 //! The SQLite backend: one database (WAL) on a dedicated thread. Async callers send it closures
 //! and await the result, so SQLite never blocks the runtime (invariant 5). Nothing outside this
 //! folder writes SQL; each file implements one role of `crate::store` for [`SqliteStore`].
+//!
+//! **Group commit.** The jobs waiting when the thread comes round run in one transaction (each
+//! job's own transaction is a savepoint inside it), and every caller hears its result only after
+//! that transaction committed: a write is acknowledged only once it is durable, as before, but
+//! the WAL is written once for the whole group instead of once per job. If the commit fails,
+//! every caller of the group gets the error.
 
 mod cron;
 mod inbox;
@@ -19,7 +25,36 @@ use tokio::sync::oneshot;
 
 use super::{Durability, Result, StoreError};
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Statements through the connection's cache: parsed once, then reused on every call (the
+/// plain `execute`/`query_row` parse the SQL each time, a good part of a short write's cost).
+pub(super) trait Cached {
+    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn exec<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
+
+/// Tells the caller its result; given the commit's error if the group's commit failed.
+type Reply = Box<dyn FnOnce(Option<StoreError>) + Send>;
+type Job = Box<dyn FnOnce(&mut Connection) -> Reply + Send>;
+
+/// Most jobs committed together.
+const MAX_GROUP: usize = 64;
 
 /// Handle to the database thread. Cheap to clone.
 #[derive(Clone)]
@@ -73,15 +108,13 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Every statement of the hot paths stays parsed.
+        conn.set_prepared_statement_cache_capacity(128);
         migrations::apply(&mut conn)?;
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("hermes-store".into())
-            .spawn(move || {
-                for job in rx {
-                    job(&mut conn);
-                }
-            })
+            .spawn(move || serve(&mut conn, &rx))
             .map_err(|e| StoreError::Open {
                 path: "(thread)".into(),
                 reason: e.to_string(),
@@ -97,10 +130,48 @@ impl SqliteStore {
     {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
+            let result = f(conn);
+            Box::new(move |failed: Option<StoreError>| {
+                let _ = tx.send(match failed {
+                    Some(e) => Err(e),
+                    None => result,
+                });
+            })
         });
         self.jobs.send(job).map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// The store thread: run jobs until every handle is gone, the ones waiting together in one
+/// transaction.
+fn serve(conn: &mut Connection, rx: &mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        if group.len() == 1 || conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+            // Alone (or the group cannot begin): each job in its own transaction.
+            for job in group {
+                job(conn)(None);
+            }
+            continue;
+        }
+        let replies: Vec<Reply> = group.into_iter().map(|job| job(conn)).collect();
+        match conn.execute_batch("COMMIT") {
+            Ok(()) => replies.into_iter().for_each(|reply| reply(None)),
+            Err(e) => {
+                tracing::error!(error = %e, jobs = replies.len(), "a group of store writes could not be committed");
+                let _ = conn.execute_batch("ROLLBACK");
+                for reply in replies {
+                    reply(Some(StoreError::Commit(e.to_string())));
+                }
+            }
+        }
     }
 }
 

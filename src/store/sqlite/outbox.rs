@@ -1,15 +1,16 @@
 //! `Outbox` in SQLite: the `outbox` table, unique on the idempotency key; only the oldest
 //! pending row of a chat is ever due.
 
+use super::Cached;
 use async_trait::async_trait;
 use hermes_adapter::{Outbound, Platform, now_millis};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::store::{Outbox, OutboxRow, OutboxStats, Result, StoreError};
 
 /// Insert replies inside an open transaction; rows whose key exists are skipped.
-pub(super) fn insert(tx: &Transaction<'_>, items: &[(Platform, Outbound)]) -> Result<()> {
+pub(super) fn insert(tx: &Connection, items: &[(Platform, Outbound)]) -> Result<()> {
     let mut stmt = tx.prepare_cached(
         "INSERT OR IGNORE INTO outbox
              (idempotency_key, platform, chat_id, payload, next_attempt_at, created_at)
@@ -31,7 +32,7 @@ pub(super) fn insert(tx: &Transaction<'_>, items: &[(Platform, Outbound)]) -> Re
 /// Set aside a row that cannot be decoded, so the chat's later replies go out.
 fn poison(c: &rusqlite::Connection, id: i64, why: &StoreError) -> Result<()> {
     tracing::error!(outbox = id, error = %why, "an outbox row cannot be read; it is set aside as poisoned");
-    c.execute(
+    c.exec(
         "UPDATE outbox SET status = 'poisoned', last_error = ?2 WHERE id = ?1",
         params![id, why.to_string()],
     )?;
@@ -42,7 +43,7 @@ fn poison(c: &rusqlite::Connection, id: i64, why: &StoreError) -> Result<()> {
 impl Outbox for SqliteStore {
     async fn outbox_enqueue(&self, items: Vec<(Platform, Outbound)>) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             insert(&tx, &items)?;
             tx.commit()?;
             Ok(())
@@ -95,7 +96,7 @@ impl Outbox for SqliteStore {
 
     async fn outbox_next_due(&self) -> Result<Option<i64>> {
         self.call(|c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT MIN(o.next_attempt_at) FROM outbox o
                  JOIN (SELECT MIN(id) AS id FROM outbox WHERE status = 'pending'
                        GROUP BY platform, chat_id) head ON head.id = o.id",
@@ -108,7 +109,7 @@ impl Outbox for SqliteStore {
 
     async fn outbox_mark_sent(&self, id: i64, sent_id: String) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE outbox SET status = 'sent', sent_id = ?2, sent_at = ?3, last_error = NULL
                  WHERE id = ?1",
                 params![id, sent_id, now_millis()],
@@ -120,7 +121,7 @@ impl Outbox for SqliteStore {
 
     async fn outbox_retry_at(&self, id: i64, at: i64, error: String) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?2, last_error = ?3
                  WHERE id = ?1",
                 params![id, at, error],
@@ -132,7 +133,7 @@ impl Outbox for SqliteStore {
 
     async fn outbox_defer(&self, id: i64, at: i64, reason: String) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE outbox SET next_attempt_at = ?2, last_error = ?3 WHERE id = ?1",
                 params![id, at, reason],
             )?;
@@ -143,7 +144,7 @@ impl Outbox for SqliteStore {
 
     async fn outbox_mark_failed(&self, id: i64, error: String) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?2
                  WHERE id = ?1",
                 params![id, error],
@@ -156,7 +157,7 @@ impl Outbox for SqliteStore {
     async fn outbox_sent_id(&self, key: &str) -> Result<Option<String>> {
         let key = key.to_owned();
         self.call(move |c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT sent_id FROM outbox WHERE idempotency_key = ?1 AND status = 'sent'",
                 [key],
                 |r| r.get::<_, Option<String>>(0),

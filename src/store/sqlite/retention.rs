@@ -8,6 +8,7 @@
 //! one, so an emptied table would hand out ids again, and inbox ids are referenced by the
 //! history and by reply idempotency keys.
 
+use super::Cached;
 use async_trait::async_trait;
 use rusqlite::params;
 
@@ -17,20 +18,20 @@ use crate::store::{Maintenance, Pruned, Result};
 #[async_trait]
 impl Maintenance for SqliteStore {
     async fn ping(&self) -> Result<()> {
-        self.call(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        self.call(|c| Ok(c.one("SELECT 1", [], |r| r.get::<_, i64>(0))?))
             .await
             .map(drop)
     }
 
     async fn prune_delivery_log(&self, before: i64) -> Result<Pruned> {
         self.call(move |c| {
-            let tx = c.transaction()?;
-            let inbox = tx.execute(
+            let tx = c.savepoint()?;
+            let inbox = tx.exec(
                 "DELETE FROM inbox WHERE status IN ('done', 'ignored') AND received_at < ?1
                    AND id < (SELECT MAX(id) FROM inbox)",
                 params![before],
             )?;
-            let outbox = tx.execute(
+            let outbox = tx.exec(
                 "DELETE FROM outbox WHERE status IN ('sent', 'failed') AND created_at < ?1
                    AND id < (SELECT MAX(id) FROM outbox)",
                 params![before],

@@ -8,9 +8,10 @@
 //! assistant's answer, its replies in the outbox, its inbox rows marked done, its usage) are
 //! committed in one transaction, so a crash either keeps all of them or none.
 
+use super::Cached;
 use async_trait::async_trait;
 use hermes_adapter::{SessionKey, now_millis};
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, inbox, outbox};
 use crate::conversation::{ChatMessage, Role, ToolCall, Usage};
@@ -98,7 +99,7 @@ fn query(c: &Connection, sql: &str, args: impl rusqlite::Params) -> Result<Vec<S
 }
 
 fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
-    c.query_row(
+    c.one(
         "SELECT id, key, created_at, updated_at, model FROM sessions WHERE key = ?1 AND ended_at IS NULL",
         [key],
         session_row,
@@ -110,7 +111,7 @@ fn active(c: &Connection, key: &str) -> Result<Option<SessionRow>> {
 
 fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
     let now = now_millis();
-    c.execute(
+    c.exec(
         "INSERT INTO sessions (key, platform, owner, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4)",
         params![key.to_string(), key.platform.as_str(), key.owner(), now],
@@ -125,7 +126,7 @@ fn create(c: &Connection, key: &SessionKey) -> Result<SessionRow> {
 }
 
 fn append(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     session_id: i64,
     msg: &ChatMessage,
     inbox_id: Option<i64>,
@@ -175,8 +176,8 @@ impl Sessions for SqliteStore {
     async fn session_reset(&self, key: &SessionKey, reason: &str) -> Result<SessionRow> {
         let (key, reason) = (key.clone(), reason.to_owned());
         self.call(move |c| {
-            let tx = c.transaction()?;
-            tx.execute(
+            let tx = c.savepoint()?;
+            tx.exec(
                 "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE key = ?1 AND ended_at IS NULL",
                 params![key.to_string(), now_millis(), reason],
             )?;
@@ -189,7 +190,7 @@ impl Sessions for SqliteStore {
 
     async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             for m in &msgs {
                 append(&tx, session_id, m, None)?;
             }
@@ -205,7 +206,7 @@ impl Sessions for SqliteStore {
         items: Vec<(Option<i64>, String)>,
     ) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             for (inbox_id, text) in &items {
                 append(&tx, session_id, &ChatMessage::user(text.clone()), *inbox_id)?;
             }
@@ -224,14 +225,14 @@ impl Sessions for SqliteStore {
 
     async fn commit_turn(&self, commit: TurnCommit) -> Result<()> {
         self.call(move |c| {
-            let tx = c.transaction()?;
+            let tx = c.savepoint()?;
             for m in &commit.messages {
                 append(&tx, commit.session_id, m, None)?;
             }
             outbox::insert(&tx, &commit.replies)?;
             inbox::finish(&tx, &commit.inbox_ids, commit.record.outcome)?;
             let r = &commit.record;
-            tx.execute(
+            tx.exec(
                 "INSERT INTO turns (session_id, started_at, finished_at, iterations, prompt_tokens,
                      completion_tokens, cached_tokens, cache_write_tokens, model, outcome)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -256,12 +257,12 @@ impl Sessions for SqliteStore {
 
     async fn session_stats(&self, session_id: i64) -> Result<SessionStats> {
         self.call(move |c| {
-            let messages: i64 = c.query_row(
+            let messages: i64 = c.one(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
                 [session_id],
                 |r| r.get(0),
             )?;
-            let (turns, p, comp, cached, written): (i64, i64, i64, i64, i64) = c.query_row(
+            let (turns, p, comp, cached, written): (i64, i64, i64, i64, i64) = c.one(
                 "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),
                         COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(cache_write_tokens), 0)
                  FROM turns WHERE session_id = ?1",
@@ -284,7 +285,7 @@ impl Sessions for SqliteStore {
 
     async fn set_session_model(&self, session_id: i64, model: Option<String>) -> Result<()> {
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "UPDATE sessions SET model = ?2 WHERE id = ?1",
                 params![session_id, model],
             )?;

@@ -1,5 +1,6 @@
 //! `Settings` in SQLite: the `settings` table, one row per (scope, name).
 
+use super::Cached;
 use async_trait::async_trait;
 use hermes_adapter::now_millis;
 use rusqlite::{OptionalExtension, params};
@@ -12,7 +13,7 @@ impl Settings for SqliteStore {
     async fn setting(&self, scope: &str, name: &str) -> Result<Option<String>> {
         let (scope, name) = (scope.to_owned(), name.to_owned());
         self.call(move |c| {
-            Ok(c.query_row(
+            Ok(c.one(
                 "SELECT value FROM settings WHERE scope = ?1 AND name = ?2",
                 params![scope, name],
                 |r| r.get(0),
@@ -25,7 +26,7 @@ impl Settings for SqliteStore {
     async fn set_setting(&self, scope: &str, name: &str, value: &str) -> Result<()> {
         let (scope, name, value) = (scope.to_owned(), name.to_owned(), value.to_owned());
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 params![scope, name, value, now_millis()],
@@ -38,7 +39,7 @@ impl Settings for SqliteStore {
     async fn increment_setting(&self, scope: &str, name: &str) -> Result<i64> {
         let (scope, name) = (scope.to_owned(), name.to_owned());
         self.call(move |c| {
-            let value: String = c.query_row(
+            let value: String = c.one(
                 "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, '1', ?3)
                  ON CONFLICT (scope, name) DO UPDATE
                  SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT), updated_at = excluded.updated_at
@@ -56,7 +57,7 @@ impl Settings for SqliteStore {
     async fn delete_setting(&self, scope: &str, name: &str) -> Result<()> {
         let (scope, name) = (scope.to_owned(), name.to_owned());
         self.call(move |c| {
-            c.execute(
+            c.exec(
                 "DELETE FROM settings WHERE scope = ?1 AND name = ?2",
                 params![scope, name],
             )?;

@@ -173,6 +173,12 @@ pub(super) struct St {
     requests: Vec<RecordedRequest>,
     in_flight: usize,
     max_in_flight: usize,
+    /// Requests beyond this many in flight are answered 429 (a provider's concurrency limit).
+    capacity: Option<usize>,
+    /// Requests answered 429 for being over `capacity`.
+    over_capacity: usize,
+    /// Only the last this many requests are kept (long runs).
+    keep: Option<usize>,
     api_key: Option<String>,
     pub(super) cache_prefixes: HashSet<String>,
     transcriptions: Vec<Transcription>,
@@ -229,6 +235,9 @@ impl FakeLlm {
             requests: Vec::new(),
             in_flight: 0,
             max_in_flight: 0,
+            capacity: None,
+            over_capacity: 0,
+            keep: None,
             api_key: None,
             cache_prefixes: HashSet::new(),
             transcriptions: Vec::new(),
@@ -310,6 +319,19 @@ impl FakeLlm {
     /// Requests currently being served (including gated and delayed ones).
     pub fn in_flight(&self) -> usize {
         self.inner.st().in_flight
+    }
+    /// From now on a request arriving while `n` are in flight is answered 429 with
+    /// `Retry-After: 1`, as a provider with a concurrency limit does.
+    pub fn set_capacity(&self, n: usize) {
+        self.inner.st().capacity = Some(n);
+    }
+    /// Keep only about the last `n` requests (a long run would hold every prompt).
+    pub fn keep_requests(&self, n: usize) {
+        self.inner.st().keep = Some(n);
+    }
+    /// Requests answered 429 for being over the capacity.
+    pub fn over_capacity(&self) -> usize {
+        self.inner.st().over_capacity
     }
     /// The highest `in_flight` seen so far.
     pub fn max_in_flight(&self) -> usize {
@@ -412,12 +434,23 @@ async fn handle(
     let (rejection, reply) = {
         let mut st = inner.st();
         st.requests.push(req.clone());
+        if let Some(keep) = st.keep
+            && st.requests.len() > keep * 2
+        {
+            let cut = st.requests.len() - keep;
+            st.requests.drain(..cut);
+        }
         let rejection = match parsed {
             Err(e) => Some(wire::invalid(api, 400, &format!("invalid JSON body: {e}"))),
             Ok(_) => wire::check_request(api, &req, st.api_key.as_deref()),
         };
+        let over = st.capacity.is_some_and(|c| st.in_flight > c);
+        if over && rejection.is_none() {
+            st.over_capacity += 1;
+        }
         let reply = match rejection {
             Some(_) => None,
+            None if over => Some(Reply::rate_limited(1)),
             None => Some(
                 st.script
                     .pop_front()

@@ -389,6 +389,14 @@ impl FakeTelegram {
     pub fn edits(&self) -> Vec<SentMessage> {
         self.st().edits.clone()
     }
+    /// Edits from the `from`th on (a cursor, like [`FakeTelegram::sent_since`]).
+    pub fn edits_since(&self, from: usize) -> Vec<SentMessage> {
+        self.st()
+            .edits
+            .get(from..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
+    }
     pub fn calls(&self) -> Vec<Call> {
         self.st().calls.clone()
     }
