@@ -290,7 +290,8 @@ async fn a_provider_that_takes_few_calls_at_once_gets_fewer_and_everyone_is_answ
     assert!(w.llm.over_capacity() > 0, "the provider never said no");
     let l = &limits(&w)[0];
     assert!(l["cuts"].as_u64().unwrap() >= 1, "{l}");
-    assert!(l["limit"].as_u64().unwrap() <= 16, "{l}");
+    // Lowered from where it starts (32); it may have grown back a little since.
+    assert!(l["limit"].as_u64().unwrap() < 32, "{l}");
     // Shown where operators look.
     let metrics = w.metrics().await;
     assert!(
