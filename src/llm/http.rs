@@ -29,6 +29,18 @@ fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
+/// Read a streamed answer: each server-sent event of `resp` goes to `on_event`; a transport
+/// failure or an error the provider sent inside the stream comes back with the key masked.
+pub(super) async fn read_stream(
+    key: &Secret,
+    resp: reqwest::Response,
+    on_event: impl FnMut(super::sse::SseEvent) -> Result<super::sse::Flow, LlmError>,
+) -> Result<(), LlmError> {
+    super::sse::read_events(resp.bytes_stream(), |e| network_error(key, &e), on_event)
+        .await
+        .map_err(|e| scrub(key, e))
+}
+
 /// `e` with the key masked in its message: for errors built from text the provider sent
 /// inside an answer (a streamed error event), which `send` did not see.
 pub(super) fn scrub(key: &Secret, e: LlmError) -> LlmError {

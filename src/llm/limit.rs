@@ -73,7 +73,8 @@ pub struct LimitStatus {
     pub cuts: u64,
 }
 
-type Table = Mutex<HashMap<(String, String), Arc<Limiter>>>;
+/// Limiters by base URL, then model: looked up on every call without building a key.
+type Table = Mutex<HashMap<String, HashMap<String, Arc<Limiter>>>>;
 static LIMITS: LazyLock<Table> = LazyLock::new(Table::default);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -83,10 +84,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The limiter of `model` at `base_url`, set to `mode` (a reload may have changed it).
 pub fn limiter(base_url: &str, model: &str, mode: Concurrency) -> Arc<Limiter> {
     let mut table = lock(&LIMITS);
-    let l = table
-        .entry((base_url.to_owned(), model.to_owned()))
-        .or_insert_with(|| Arc::new(Limiter::new(endpoint_name(base_url), model, mode)))
-        .clone();
+    let found = table.get(base_url).and_then(|m| m.get(model)).cloned();
+    let l = match found {
+        Some(l) => l,
+        None => {
+            let l = Arc::new(Limiter::new(endpoint_name(base_url), model, mode));
+            table
+                .entry(base_url.to_owned())
+                .or_default()
+                .insert(model.to_owned(), l.clone());
+            l
+        }
+    };
     drop(table);
     l.set_mode(mode);
     l
@@ -108,7 +117,11 @@ pub async fn within<T>(
 /// Every limit in use, for status and metrics.
 pub fn snapshot() -> Vec<LimitStatus> {
     let table = lock(&LIMITS);
-    let mut all: Vec<LimitStatus> = table.values().map(|l| l.status()).collect();
+    let mut all: Vec<LimitStatus> = table
+        .values()
+        .flat_map(|m| m.values())
+        .map(|l| l.status())
+        .collect();
     all.sort_by(|a, b| (&a.endpoint, &a.model).cmp(&(&b.endpoint, &b.model)));
     all
 }

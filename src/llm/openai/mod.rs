@@ -9,9 +9,9 @@ mod stream;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::http;
 use super::limit::{self, Concurrency};
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, ProviderSettings};
-use super::{http, sse};
 use crate::config::Secret;
 
 /// A provider speaking the OpenAI chat-completions protocol.
@@ -66,13 +66,7 @@ impl OpenAiProvider {
             return Ok(answer);
         }
         let mut state = stream::StreamState::default();
-        sse::read_events(
-            resp.bytes_stream(),
-            |e| http::network_error(&self.key, &e),
-            |event| state.on_event(event, deltas),
-        )
-        .await
-        .map_err(|e| http::scrub(&self.key, e))?;
+        http::read_stream(&self.key, resp, |event| state.on_event(event, deltas)).await?;
         state.finish()
     }
 }

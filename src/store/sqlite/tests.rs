@@ -247,3 +247,65 @@ async fn the_database_is_private_and_as_durable_as_asked() {
         .unwrap();
     assert_eq!(level, 1, "NORMAL");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_waiting_together_commit_as_one_group_and_a_failed_job_loses_only_its_own_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let store = SqliteStore::open(&path, Durability::Normal).unwrap();
+    store
+        .call(|c| Ok(c.execute_batch("CREATE TABLE t (x INTEGER NOT NULL)")?))
+        .await
+        .unwrap();
+    // Hold the store thread so that the next jobs queue up behind it.
+    let hold = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .call(|_| {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    Ok(())
+                })
+                .await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let jobs = (0..40).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .call(move |c| {
+                    // Inside a group, a job runs within the group's open transaction.
+                    let grouped = !c.is_autocommit();
+                    let sp = c.savepoint()?;
+                    sp.execute("INSERT INTO t (x) VALUES (?1)", [i])?;
+                    if i == 20 {
+                        return Err(StoreError::Corrupt("this job fails".into()));
+                    }
+                    sp.commit()?;
+                    Ok(grouped)
+                })
+                .await
+        })
+    });
+    let jobs: Vec<_> = jobs.collect();
+    hold.await.unwrap().unwrap();
+    let mut grouped = 0;
+    for (i, job) in jobs.into_iter().enumerate() {
+        match job.await.unwrap() {
+            Ok(g) => grouped += usize::from(g),
+            Err(e) => assert_eq!(i, 20, "{e}"),
+        }
+    }
+    assert!(grouped > 0, "no job ran in a group");
+    // Every caller was answered after the commit: another connection sees all of it at once.
+    let other = Connection::open(&path).unwrap();
+    let (n, failed): (i64, i64) = other
+        .query_row(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE x = 20) FROM t",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((n, failed), (39, 0));
+}
