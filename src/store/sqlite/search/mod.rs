@@ -6,10 +6,9 @@
 //! Only the user-visible conversation is searched: `user` and `assistant` messages. Tool results
 //! (file contents, web pages, command output) are the agent's working material, often long and
 //! repetitive; were they searchable, a common word would match mostly tool output and push the
-//! conversation out of the results. The trigram index leaves them out altogether (its content
-//! table is the view `messages_visible`); the older word index covers every row, so its queries
-//! filter by role. Context around a match follows the same rule, and skips assistant messages
-//! that only called tools.
+//! conversation out of the results. Neither index holds them: the trigram index's content table
+//! is the view `messages_visible`, the word index's `messages_words`. Context around a match
+//! follows the same rule, and skips assistant messages that only called tools.
 //!
 //! Results are ordered by recency, not by relevance: "what did we decide about X" usually means
 //! the latest time X came up, and recency needs no scoring of every match. Matches are read
@@ -17,7 +16,9 @@
 //! costs no more than a rare one.
 //!
 //! Privacy: a [`SearchScope::Owner`] search only ever reads sessions whose `owner` equals it
-//! (see `SessionKey::owner`); the filter is part of every query, never applied afterwards.
+//! (see `SessionKey::owner`); the filter is part of every query, never applied afterwards. The
+//! word index also holds each message's owner as a token, so a person's search walks only their
+//! own matches (see migration 8).
 
 mod listing;
 mod query;
@@ -206,14 +207,18 @@ fn candidates(query: &Query, how: Combine, scope: &SearchScope) -> (String, Vec<
     let visible = "m.role IN ('user', 'assistant')";
     let mut args = vec![scope.owner()];
     if !query.cjk {
-        args.push(Value::Text(query.fts(how)));
-        let sql = format!(
-            "SELECT m.id, m.session_id FROM messages_fts
+        // The owner's token narrows the index's own walk; the join checks the owner again.
+        let words = format!("content : ({})", query.fts(how));
+        args.push(Value::Text(match scope {
+            SearchScope::Owner(owner) => format!("owner : {} AND {words}", owner_token(owner)),
+            SearchScope::All => words,
+        }));
+        let sql = "SELECT m.id, m.session_id FROM messages_fts
              CROSS JOIN messages m ON m.id = messages_fts.rowid
              CROSS JOIN sessions s ON s.id = m.session_id
-             WHERE messages_fts MATCH ?2 AND {visible} AND (?1 IS NULL OR s.owner = ?1)
+             WHERE messages_fts MATCH ?2 AND (?1 IS NULL OR s.owner = ?1)
              ORDER BY messages_fts.rowid DESC"
-        );
+            .to_owned();
         return (sql, args);
     }
     // Trigram index for the long terms, short ones filtered with LIKE. With `Any`, a message
@@ -262,6 +267,16 @@ fn candidates(query: &Query, how: Combine, scope: &SearchScope) -> (String, Vec<
     };
     args.extend(patterns.into_iter().map(Value::Text));
     (sql, args)
+}
+
+/// The word index's token for an owner: `o` and the owner's bytes in hex, as migration 8's
+/// triggers write it (`'o' || hex(owner)`); one token for the `unicode61` tokenizer.
+fn owner_token(owner: &str) -> String {
+    use std::fmt::Write;
+    owner.bytes().fold(String::from("o"), |mut t, b| {
+        let _ = write!(t, "{b:02X}");
+        t
+    })
 }
 
 fn session(c: &Connection, id: i64) -> Result<SessionRow> {
