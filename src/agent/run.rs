@@ -47,7 +47,7 @@ impl Run<'_> {
         &mut self,
         mut messages: Vec<ChatMessage>,
     ) -> Result<TurnReport, StoreError> {
-        let schemas = self.tools.schemas_of(&self.enabled);
+        let mut schemas = self.tools.schemas_of(&self.enabled);
         let limits = &self.agent.config.agent;
         let deadline = Instant::now() + Duration::from_secs(limits.max_turn_secs.max(1));
         let mut usage = Usage::default();
@@ -89,10 +89,12 @@ impl Run<'_> {
                 }
             }
             iteration += 1;
+            // The request borrows the conversation and the tools for the call and gives them
+            // back (copying the whole history into every call was a turn's largest allocation).
             let request = ChatRequest {
                 model: self.model.clone(),
-                messages: messages.clone(),
-                tools: schemas.clone(),
+                messages: std::mem::take(&mut messages),
+                tools: std::mem::take(&mut schemas),
                 max_output_tokens: self.agent.config.llm.max_output_tokens,
             };
             let late = || self.late();
@@ -102,6 +104,7 @@ impl Run<'_> {
                 _ = self.control.stop.cancelled() => break TurnOutcome::Cancelled,
                 _ = tokio::time::sleep_until(deadline) => break out_of_time(limits.max_turn_secs),
             };
+            (messages, schemas) = (request.messages, request.tools);
             let response = match response {
                 Ok(r) => r,
                 Err(e) => break TurnOutcome::Failed(e),

@@ -7,6 +7,9 @@
 //! that transaction committed: a write is acknowledged only once it is durable, as before, but
 //! the WAL is written once for the whole group instead of once per job. If the commit fails,
 //! every caller of the group gets the error.
+//!
+//! **Search indexing** is batched the same way: messages reach the full-text indexes about once
+//! a second and before every search, not in the transaction that wrote them.
 
 mod cron;
 mod inbox;
@@ -19,6 +22,7 @@ mod settings;
 
 use std::path::Path;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -143,10 +147,38 @@ impl SqliteStore {
     }
 }
 
+/// How often the store thread brings the full-text indexes up to date (searches do it first
+/// anyway; see `search::index_pending`).
+const INDEX_EVERY: Duration = Duration::from_secs(1);
+
 /// The store thread: run jobs until every handle is gone, the ones waiting together in one
-/// transaction.
+/// transaction; between groups, index new messages about once a second.
 fn serve(conn: &mut Connection, rx: &mpsc::Receiver<Job>) {
-    while let Ok(first) = rx.recv() {
+    let mut indexed = Instant::now();
+    // Jobs ran since the last indexing (otherwise there is nothing to index: wait for a job).
+    let mut dirty = true;
+    loop {
+        if dirty && indexed.elapsed() >= INDEX_EVERY {
+            match search::index_pending(conn) {
+                Ok(_) => dirty = false,
+                Err(e) => tracing::warn!(error = %e, "cannot index new messages for search"),
+            }
+            indexed = Instant::now();
+        }
+        let next = if dirty {
+            rx.recv_timeout(INDEX_EVERY.saturating_sub(indexed.elapsed()))
+        } else {
+            rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+        };
+        let first = match next {
+            Ok(job) => job,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = search::index_pending(conn);
+                return;
+            }
+        };
+        dirty = true;
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match rx.try_recv() {

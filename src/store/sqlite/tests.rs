@@ -41,6 +41,7 @@ async fn reset_starts_a_new_session_and_keeps_the_old_history_searchable() {
     assert!(store.history(new.id, 10).await.unwrap().is_empty());
     let hits: i64 = store
         .call(|c| {
+            search::index_pending(c)?;
             Ok(c.query_row(
                 "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'zebra'",
                 [],

@@ -21,6 +21,7 @@
 //! own matches (see migration 8).
 
 mod listing;
+mod pending;
 mod query;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,7 @@ use crate::store::{
 use listing::{SUMMARY, decode, summary, summary_of};
 use query::{Combine, Query};
 
+pub(super) use pending::index_pending;
 pub use query::terms as search_terms;
 
 /// Terms shorter than three characters cannot use the trigram index; they are found with
@@ -70,6 +72,7 @@ impl Search for SqliteStore {
             if query.terms.is_empty() || limit_sessions == 0 {
                 return Ok(Vec::new());
             }
+            index_pending(c)?;
             let mut found = find(c, &query, Combine::All, &scope, limit_sessions)?;
             if found.is_empty() && query.terms.len() > 1 {
                 found = find(c, &query, Combine::Any, &scope, limit_sessions)?;

@@ -68,19 +68,23 @@ async fn migration_8_indexes_each_visible_message_with_its_owner() {
             )?;
             let all = word_matches(c, "content : zebra")?;
             let sevens = word_matches(c, &format!("owner : {seven} AND content : zebra"))?;
-            // A message arriving later is indexed with its owner by the trigger; an edit and a
-            // delete take the old entry out again.
+            // A message arriving later is indexed with its owner (in the next batch); an edit and
+            // a delete take the old entry out again.
             c.execute(
                 "INSERT INTO messages (session_id, role, content, created_at)
                  VALUES (1, 'user', 'another zebra', 0)",
                 [],
             )?;
+            index_pending(c)?;
             let later = word_matches(c, &format!("owner : {seven} AND content : zebra"))?;
             c.execute(
                 "UPDATE messages SET content = 'a horse now' WHERE content = 'another zebra'",
                 [],
             )?;
-            c.execute("DELETE FROM messages WHERE content = 'a zebra for eight'", [])?;
+            c.execute(
+                "DELETE FROM messages WHERE content = 'a zebra for eight'",
+                [],
+            )?;
             c.execute(
                 "INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')",
                 [],
@@ -89,7 +93,11 @@ async fn migration_8_indexes_each_visible_message_with_its_owner() {
         })
         .await
         .unwrap();
-    assert_eq!(counts, (2, 1, 2, 1), "tool output is not indexed; owners apart");
+    assert_eq!(
+        counts,
+        (2, 1, 2, 1),
+        "tool output is not indexed; owners apart"
+    );
     let found = store
         .search_messages("horse", SearchScope::Owner("telegram:7".into()), 5, 0)
         .await
@@ -114,4 +122,72 @@ async fn migration_8_indexes_each_visible_message_with_its_owner() {
 fn an_owners_token_is_one_word_of_hex() {
     assert_eq!(owner_token("tg:1"), "o74673A31");
     assert_eq!(owner_token(""), "o");
+}
+
+#[tokio::test]
+async fn messages_reach_the_index_in_batches_and_every_search_sees_them_at_once() {
+    use crate::conversation::ChatMessage;
+    use crate::store::Sessions;
+    use hermes_adapter::{Platform, SessionKey};
+
+    let store = SqliteStore::open_in_memory().unwrap();
+    let key = SessionKey::direct(Platform::Telegram, "5");
+    let s = store.session_active(&key).await.unwrap();
+    let id = s.id;
+    store
+        .append_messages(id, vec![ChatMessage::user("the zebra password")])
+        .await
+        .unwrap();
+    // The commit did no index work ...
+    let indexed = store
+        .call(|c| Ok(word_matches(c, "content : zebra")?))
+        .await
+        .unwrap();
+    assert_eq!(indexed, 0);
+    // ... yet a search right after finds the message.
+    let found = store
+        .search_messages("zebra", SearchScope::Owner(key.owner()), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    // A message nobody searches for is indexed by the store thread on its own.
+    store
+        .append_messages(id, vec![ChatMessage::user("a quiet giraffe")])
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let n = store
+            .call(|c| Ok(word_matches(c, "content : giraffe")?))
+            .await
+            .unwrap();
+        if n == 1 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Deleting a row the indexes have not seen leaves them consistent.
+    store
+        .append_messages(id, vec![ChatMessage::user("an okapi, briefly")])
+        .await
+        .unwrap();
+    let okapis = store
+        .call(move |c| {
+            c.execute(
+                "DELETE FROM messages WHERE content = 'an okapi, briefly'",
+                [],
+            )?;
+            index_pending(c)?;
+            for table in ["messages_fts", "messages_trigram"] {
+                c.execute(
+                    &format!("INSERT INTO {table}({table}) VALUES ('integrity-check')"),
+                    [],
+                )?;
+            }
+            Ok(word_matches(c, "content : okapi")?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(okapis, 0);
 }
