@@ -49,6 +49,8 @@ struct State {
     in_flight: usize,
     /// Callers waiting for room.
     waiting: usize,
+    /// Most calls wanted at once (in flight and waiting) since the limiter was last idle.
+    peak: usize,
     last_cut: Option<Instant>,
     cuts: u64,
 }
@@ -155,6 +157,7 @@ impl Limiter {
                 threshold: CEILING,
                 in_flight: 0,
                 waiting: 0,
+                peak: 0,
                 last_cut: None,
                 cuts: 0,
             }),
@@ -187,6 +190,7 @@ impl Limiter {
                 let mut s = lock(&self.state);
                 if (s.in_flight as f64) < s.limit.floor().max(1.0) {
                     s.in_flight += 1;
+                    s.peak = s.peak.max(s.in_flight + s.waiting);
                     if let Some(w) = counted.take() {
                         // Uncounted here, under the lock already held.
                         std::mem::forget(w);
@@ -199,6 +203,7 @@ impl Limiter {
                 }
                 if counted.is_none() {
                     s.waiting += 1;
+                    s.peak = s.peak.max(s.in_flight + s.waiting);
                     counted = Some(Waiting(self));
                 }
             }
@@ -208,9 +213,16 @@ impl Limiter {
 
     fn release(&self, outcome: Option<&Result<(), &LlmError>>) {
         let mut s = lock(&self.state);
-        // The limit holds calls back only if it was reached or calls are waiting.
-        let saturated = s.waiting > 0 || s.in_flight as f64 >= s.limit.floor();
+        // The limit holds calls back if it was reached, calls are waiting, or more were wanted
+        // at once since the limiter was last idle than it allows (the callers who waited were
+        // let in as calls finished; the same demand comes back on the next round trip).
+        let saturated = s.waiting > 0
+            || s.in_flight as f64 >= s.limit.floor()
+            || s.peak as f64 > s.limit.floor();
         s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 && s.waiting == 0 {
+            s.peak = 0;
+        }
         let before = s.limit.floor();
         if s.mode == Concurrency::Adaptive {
             match outcome {
@@ -346,6 +358,33 @@ mod tests {
         // Past the last safe level it grows by about one per round trip.
         let after = burst(&l, 2 * cut, Ok(())).await;
         assert!(after > cut && after <= cut + 3, "{cut} -> {after}");
+    }
+
+    #[tokio::test]
+    async fn the_limit_grows_to_the_demand_it_held_back_within_one_round_trip() {
+        // 50 people at once against a limit of 32: 18 wait for the first answers. The limit
+        // keeps growing until it lets all 50 run, so the next round trip nobody waits (it
+        // stopped at ~41 once the waiting callers were let in, and they waited again).
+        let l = fresh(Concurrency::Adaptive);
+        // The answers come a millisecond apart, so the waiting callers are let in between them.
+        let calls: Vec<_> = (0..50u64)
+            .map(|i| {
+                let l = l.clone();
+                tokio::spawn(async move {
+                    let place = l.acquire().await;
+                    tokio::time::sleep(Duration::from_millis(20 + i)).await;
+                    place.finish(&Ok::<(), LlmError>(()));
+                })
+            })
+            .collect();
+        for c in calls {
+            c.await.expect("call");
+        }
+        let grown = l.status().limit;
+        assert!(grown >= 50, "{grown}");
+        // Demand that was never there does not grow it.
+        let again = burst(&l, 10, Ok(())).await;
+        assert_eq!(again, grown);
     }
 
     #[tokio::test]
