@@ -187,6 +187,8 @@ async fn main() {
         progress("startup hermes");
         let s = footprint::startup(Target::Hermes, runs, &opts).await;
         report.startup(Target::Hermes, s);
+        progress("startup hermes, every adapter and two MCP servers");
+        report.startup_everything(footprint::startup_everything(if opts.quick { 2 } else { 5 }).await);
         if agent {
             progress("startup hermes-agent");
             let s = footprint::startup(Target::Agent, if opts.quick { 1 } else { 3 }, &opts).await;
@@ -201,6 +203,8 @@ async fn main() {
         report.idle(Target::Hermes, kib);
         progress("idle RSS, every adapter");
         report.idle_all(footprint::idle_all_adapters(settle).await);
+        progress("idle RSS, Matrix only");
+        report.idle_matrix(footprint::idle_matrix(settle).await);
         if agent {
             progress("idle RSS hermes-agent, Telegram only");
             let kib = footprint::idle_telegram(Target::Agent, settle * 2, &opts).await;

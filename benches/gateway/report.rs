@@ -204,8 +204,40 @@ impl Report {
             ),
             Err(e) => self.notes.push(format!("idle RSS with every adapter: {e}")),
         }
-        self.notes
-            .push("Matrix: separately, not yet (adapter in progress)".to_owned());
+    }
+
+    pub fn idle_matrix(&mut self, r: Result<u64, String>) {
+        match r {
+            Ok(kib) => self.put(
+                "idle RSS, Matrix only",
+                "MiB",
+                Better::Lower,
+                Target::Hermes,
+                kib as f64 / 1024.0,
+            ),
+            Err(e) => self.notes.push(format!("idle RSS with Matrix: {e}")),
+        }
+    }
+
+    pub fn startup_everything(&mut self, r: Result<Startup, String>) {
+        match r {
+            Ok(s) => {
+                self.extra.insert(
+                    "startup_everything".into(),
+                    json!({"runs": s.runs, "first_poll_ms": s.first_poll_ms}),
+                );
+                self.put(
+                    "startup: first poll, every adapter + 2 MCP servers",
+                    "ms",
+                    Better::Lower,
+                    Target::Hermes,
+                    s.first_poll_ms,
+                );
+            }
+            Err(e) => self
+                .notes
+                .push(format!("startup with every adapter and MCP servers: {e}")),
+        }
     }
 
     pub fn sessions(&mut self, s: Sessions) {
