@@ -188,7 +188,9 @@ async fn main() {
         let s = footprint::startup(Target::Hermes, runs, &opts).await;
         report.startup(Target::Hermes, s);
         progress("startup hermes, every adapter and two MCP servers");
-        report.startup_everything(footprint::startup_everything(if opts.quick { 2 } else { 5 }).await);
+        report.startup_everything(
+            footprint::startup_everything(if opts.quick { 2 } else { 5 }).await,
+        );
         if agent {
             progress("startup hermes-agent");
             let s = footprint::startup(Target::Agent, if opts.quick { 1 } else { 3 }, &opts).await;
@@ -215,7 +217,7 @@ async fn main() {
     if opts.wants("sessions") {
         let n = if opts.quick { 2_000 } else { 10_000 };
         progress(&format!(
-            "RSS after {n} sessions and after eviction (~1 minute)"
+            "RSS after {n} sessions and after eviction (~2 minutes)"
         ));
         report.sessions(footprint::sessions(n, &opts).await);
     }

@@ -172,7 +172,10 @@ pub async fn startup_everything(runs: usize) -> Result<Startup, String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while daemon.log().matches("MCP server connected").count() < 2 {
             if Instant::now() > deadline {
-                return Err(format!("the MCP servers did not connect:\n{}", daemon.log()));
+                return Err(format!(
+                    "the MCP servers did not connect:\n{}",
+                    daemon.log()
+                ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -200,8 +203,10 @@ pub async fn idle_matrix(settle: Duration) -> Result<u64, String> {
     let password = "secret-pw";
     let r = reqwest::Client::new()
         .post(format!("{url}/_matrix/client/v3/register"))
-        .json(&serde_json::json!({"username": localpart, "password": password,
-            "auth": {"type": "m.login.dummy"}, "inhibit_login": true}))
+        .json(
+            &serde_json::json!({"username": localpart, "password": password,
+            "auth": {"type": "m.login.dummy"}, "inhibit_login": true}),
+        )
         .send()
         .await
         .map_err(|e| format!("Synapse at {url}: {e}"))?;
@@ -278,9 +283,20 @@ pub async fn sessions(n: usize, opts: &crate::Options) -> Sessions {
     while active_sessions(&admin).await.unwrap_or(0) > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    // Freed memory is handed back to the system within 30 s.
-    tokio::time::sleep(Duration::from_secs(32)).await;
+    // The daemon forgets a person's rate window a minute after their message and trims the
+    // heap on its next 30-second round: all of it is back 90 s after the last answer.
+    let since_last = t.elapsed().as_secs_f64() - fill_secs;
+    tokio::time::sleep(Duration::from_secs_f64((92.0 - since_last).max(32.0))).await;
     let evicted = rss_kib(pid);
+    // `HERMES_BENCH_HOLD_SECS=N`: keep the daemon alive N seconds longer, to look inside it
+    // (`/proc/<pid>/smaps`, `gdb -p <pid> -ex 'call (void)malloc_stats()'`).
+    if let Some(secs) = std::env::var("HERMES_BENCH_HOLD_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        eprintln!("[bench] holding the daemon (pid {pid}) for {secs} s");
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
     drop::<Running>(running);
     Sessions {
         n,

@@ -5,7 +5,7 @@
 //! so memory stays flat however many messages wait, and a restart loses nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dashmap::DashMap;
 use hermes_adapter::{SessionKey, UserId};
@@ -18,6 +18,8 @@ use crate::gateway::Shared;
 /// All lanes.
 pub(crate) struct SessionPool {
     lanes: DashMap<SessionKey, Arc<Lane>>,
+    /// Lanes retired since the last [`SessionPool::take_retired`].
+    retired: AtomicUsize,
     pub turns: Arc<Semaphore>,
     max_turns: u32,
 }
@@ -27,6 +29,7 @@ impl SessionPool {
         let max = max_concurrent_turns.clamp(1, Semaphore::MAX_PERMITS) as u32;
         SessionPool {
             lanes: DashMap::new(),
+            retired: AtomicUsize::new(0),
             turns: Arc::new(Semaphore::new(max as usize)),
             max_turns: max,
         }
@@ -78,11 +81,21 @@ impl SessionPool {
 
     /// Remove an idle lane unless a notification arrived meanwhile. Returns whether it retired.
     pub fn retire(&self, lane: &Arc<Lane>) -> bool {
-        self.lanes
+        let retired = self
+            .lanes
             .remove_if(&lane.key, |_, l| {
                 Arc::ptr_eq(l, lane) && !l.pending.load(Ordering::SeqCst)
             })
-            .is_some()
+            .is_some();
+        if retired {
+            self.retired.fetch_add(1, Ordering::Relaxed);
+        }
+        retired
+    }
+
+    /// How many lanes retired since the last call.
+    pub fn take_retired(&self) -> usize {
+        self.retired.swap(0, Ordering::Relaxed)
     }
 
     /// Give back the table's spare capacity after a burst of sessions.

@@ -121,6 +121,10 @@ impl Shares {
             .retain(|_, w| now.duration_since(w.started) < MINUTE);
         self.model_commands
             .retain(|_, w| now.duration_since(w.started) < MINUTE);
+        // Tables that held thousands of people give the room back.
+        self.slots.shrink_to_fit();
+        self.rates.shrink_to_fit();
+        self.model_commands.shrink_to_fit();
     }
 }
 
