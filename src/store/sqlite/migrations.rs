@@ -272,14 +272,23 @@ const MIGRATIONS: &[Migration] = &[
     CREATE INDEX sessions_chat ON sessions(platform, chat_id);
     "#,
     ),
-    // 8: the word index holds the user-visible messages only, each with its session's owner as
-    // one token (`o` + the owner in hex), so a search scoped to one person intersects that
-    // person's posting list with the words' instead of reading everybody's matches newest first
-    // until enough of theirs turn up (a common word and a person with few matching sessions read
-    // the whole list: p99 of a million messages 200-300 ms). A session's owner never changes
-    // once written, so the delete triggers can recompute the token they were indexed with.
+    // 8: history search, faster. (a) The word index holds the user-visible messages only, each
+    // with its session's owner as one token (`o` + the owner in hex), so a search scoped to one
+    // person intersects that person's posting list with the words' instead of reading
+    // everybody's matches newest first until enough of theirs turn up (a common word and a person
+    // with few matching sessions read the whole list: p99 over a million messages 200-300 ms).
+    // (b) New messages reach both full-text indexes in batches, not in the transaction that wrote
+    // them (FTS5 writes and merges a segment per commit: ~120 us per transaction): the store
+    // thread indexes every message after `search_indexed.upto` about once a second and before
+    // every search (`search::index_pending`), and edits and deletes touch the indexes only for
+    // rows already in them. Message ids only grow (no code deletes messages), so `upto` marks
+    // what is indexed; a session's owner never changes once written, so the delete triggers can
+    // recompute the token a row was indexed with.
     Migration::sql(
         r#"
+    CREATE TABLE search_indexed (upto INTEGER NOT NULL);
+    INSERT INTO search_indexed (upto) SELECT COALESCE(MAX(id), 0) FROM messages;
+
     DROP TRIGGER messages_fts_insert;
     DROP TRIGGER messages_fts_delete;
     DROP TRIGGER messages_fts_update;
@@ -292,41 +301,7 @@ const MIGRATIONS: &[Migration] = &[
         content, owner, content = 'messages_words', content_rowid = 'id',
         tokenize = 'unicode61 remove_diacritics 2'
     );
-    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages
-        WHEN new.role IN ('user', 'assistant') BEGIN
-        INSERT INTO messages_fts(rowid, content, owner) VALUES (new.id, new.content,
-            (SELECT 'o' || hex(owner) FROM sessions WHERE id = new.session_id));
-    END;
-    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
-        WHEN old.role IN ('user', 'assistant') BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, content, owner) VALUES ('delete', old.id,
-            old.content, (SELECT 'o' || hex(owner) FROM sessions WHERE id = old.session_id));
-    END;
-    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, role, session_id ON messages BEGIN
-        INSERT INTO messages_fts(messages_fts, rowid, content, owner)
-            SELECT 'delete', old.id, old.content, 'o' || hex(owner) FROM sessions
-             WHERE id = old.session_id AND old.role IN ('user', 'assistant');
-        INSERT INTO messages_fts(rowid, content, owner)
-            SELECT new.id, new.content, 'o' || hex(owner) FROM sessions
-             WHERE id = new.session_id AND new.role IN ('user', 'assistant');
-    END;
     INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
-    "#,
-    ),
-    // 9: new messages reach the full-text indexes in batches, not one transaction at a time.
-    // Indexing two or three messages per commit cost each turn's transactions ~120 us of the
-    // store thread (FTS5 writes and merges a segment per commit); the store thread now indexes
-    // every message after `search_indexed.upto` about once a second, and before every search
-    // (`search::index_pending`). Edits and deletes touch the indexes only for rows already in
-    // them. Message ids only grow (no code deletes messages), so `upto` marks what is indexed.
-    Migration::sql(
-        r#"
-    CREATE TABLE search_indexed (upto INTEGER NOT NULL);
-    INSERT INTO search_indexed (upto) SELECT COALESCE(MAX(id), 0) FROM messages;
-
-    DROP TRIGGER messages_fts_insert;
-    DROP TRIGGER messages_fts_delete;
-    DROP TRIGGER messages_fts_update;
     CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
         WHEN old.role IN ('user', 'assistant') AND old.id <= (SELECT upto FROM search_indexed) BEGIN
         INSERT INTO messages_fts(messages_fts, rowid, content, owner) VALUES ('delete', old.id,

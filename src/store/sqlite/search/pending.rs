@@ -1,4 +1,4 @@
-//! Bringing the full-text indexes up to the newest message, in batches (see migration 9).
+//! Bringing the full-text indexes up to the newest message, in batches (see migration 8).
 //!
 //! Messages are written without touching the indexes; the store thread calls [`index_pending`]
 //! about once a second and every search calls it first, so a search always sees every message
