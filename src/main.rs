@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // A child reading one document (see `tools::documents`): nothing else of the CLI starts.
+    if let Some(code) = hermes::tools::documents::child_main() {
+        return code;
+    }
     let cli = hermes::cli::Cli::parse();
     // Two TLS backends are linked (via different HTTP stacks); pick one for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();

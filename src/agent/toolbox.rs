@@ -72,7 +72,12 @@ pub fn builtin(
         skills,
         store.clone(),
     )));
-    for tool in tools::files::file_tools(Arc::new(workspaces)) {
+    let workspaces = Arc::new(workspaces);
+    r.register(Arc::new(tools::documents::ReadDocument::new(
+        workspaces.clone(),
+        config.documents.clone(),
+    )));
+    for tool in tools::files::file_tools(workspaces) {
         r.register(tool);
     }
     let mut terminal = tools::terminal::TerminalSettings::new(&workspace_dir);

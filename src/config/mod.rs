@@ -9,6 +9,7 @@
 mod access;
 mod agent;
 mod cron;
+mod documents;
 mod env;
 mod error;
 mod gateway;
@@ -36,6 +37,7 @@ use crate::policy::Level;
 pub use access::AccessConfig;
 pub use agent::AgentConfig;
 pub use cron::CronConfig;
+pub use documents::DocumentsConfig;
 pub use error::ConfigError;
 pub use gateway::{BusyMode, GatewayConfig};
 pub use llm::{FallbackConfig, LlmConfig, Price, ProviderKind};
@@ -66,6 +68,7 @@ pub struct Config {
     pub source: Option<PathBuf>,
     pub llm: LlmConfig,
     pub transcription: TranscriptionConfig,
+    pub documents: DocumentsConfig,
     pub agent: AgentConfig,
     pub gateway: GatewayConfig,
     pub access: AccessConfig,

@@ -61,6 +61,7 @@ pub const TOOLSETS: &[(&str, &[&str])] = &[
         "files",
         &[
             "read_file",
+            "read_document",
             "write_file",
             "patch_file",
             "search_files",

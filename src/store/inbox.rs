@@ -53,6 +53,9 @@ pub enum InboxOutcome {
     Unauthorized,
     /// Group chatter not addressed to the bot.
     NotAddressed,
+    /// Refused before any turn (a file over the limits, nothing else in the message); the
+    /// sender was told why.
+    Refused,
 }
 
 impl InboxOutcome {
@@ -65,6 +68,7 @@ impl InboxOutcome {
             InboxOutcome::Command => "command",
             InboxOutcome::Unauthorized => "unauthorized",
             InboxOutcome::NotAddressed => "not_addressed",
+            InboxOutcome::Refused => "refused",
         }
     }
 }

@@ -3,6 +3,7 @@
 mod clarify;
 mod current_time;
 mod delegate;
+pub mod documents;
 pub mod files;
 mod interaction;
 mod registry;

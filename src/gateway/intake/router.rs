@@ -108,6 +108,19 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         }
         return;
     }
+    if let Some(note) = crate::gateway::lanes::documents::refusal(&shared.config().documents, msg) {
+        tracing::info!(session = %key, "a message of only oversized files refused without a turn");
+        let rows = replies(shared, msg, &note, &format!("refused:{}", row.id));
+        match shared
+            .store
+            .reply_and_finish(vec![row.id], InboxOutcome::Refused, rows)
+            .await
+        {
+            Ok(()) => shared.outbox_signal.notify_one(),
+            Err(e) => tracing::error!(error = %e, "cannot store a refusal"),
+        }
+        return;
+    }
     if let Err(e) = shared.store.inbox_queue(row.id, &key).await {
         tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
         return;

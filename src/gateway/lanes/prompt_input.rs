@@ -1,6 +1,6 @@
 //! What the model sees of the inbound messages a turn answers: the text (with the sender's name
-//! in groups, the quoted reply, the attachments listed), voice messages transcribed, images for
-//! vision models, and an explicit `/skill` directive.
+//! in groups, the quoted reply, the attachments listed), voice messages transcribed, documents
+//! read (`documents`), images for vision models, and an explicit `/skill` directive.
 
 use hermes_adapter::{ChatKind, Message};
 
@@ -41,11 +41,14 @@ pub(crate) async fn new_messages(
                 }
             }
         }
-        let unopened = row
-            .message
-            .attachments
-            .iter()
-            .any(|a| !(transcriber.is_some() && is_audio(a)));
+        let read = super::documents::read_all(shared, &now.config.documents, &row.message).await;
+        for (_, block) in &read {
+            text.push('\n');
+            text.push_str(block);
+        }
+        let unopened = row.message.attachments.iter().any(|a| {
+            !(transcriber.is_some() && is_audio(a)) && !read.iter().any(|(done, _)| done == a)
+        });
         if unopened && !now.config.llm.vision {
             text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
         }

@@ -7,7 +7,7 @@
 //! `text.rs`), plain text, JSON and XML pass as they are, anything else is refused.
 
 mod guard;
-mod text;
+pub(crate) mod text;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -77,7 +77,7 @@ const WIDTH: usize = 120;
 
 /// Readable text of an HTML document: headings marked with `#`, lists with `*`, links as
 /// `[text][n]` with the addresses listed at the end. CPU-bound: call it off the async runtime.
-pub(super) fn html_to_text(html: &str) -> String {
+pub(crate) fn html_to_text(html: &str) -> String {
     let html = limit_nesting(html, MAX_DEPTH);
     let config = html2text::config::plain();
     let config = config
