@@ -32,7 +32,7 @@ pub use outcome::{TurnControl, TurnOutcome, TurnReport};
 pub use permissions::Permissions;
 pub use prompt::{Setting, repair_history, system_prompt, system_prompt_with};
 pub use review::{NOTHING_TO_SAVE, ReviewKind};
-pub use turn::{NewMessage, TurnInput};
+pub use turn::{NewMessage, PROFILE_SETTING, TurnInput};
 
 use crate::config::Config;
 use crate::llm::{Provider, RetryPolicy};

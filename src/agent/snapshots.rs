@@ -5,6 +5,7 @@
 use hermes_adapter::SessionKey;
 
 use super::Agent;
+use crate::config::Profile;
 use crate::skills::{Availability, SkillLibrary, SkillSources};
 use crate::store::key_scope;
 use crate::store::{SessionRow, Settings, StoreError};
@@ -89,9 +90,10 @@ impl Agent {
         &self,
         session: &SessionRow,
         enabled: &[&str],
+        profile: Option<&Profile>,
     ) -> Result<Option<String>, StoreError> {
         let skills = if enabled.contains(&"skill_view") {
-            self.skills_snapshot(session).await?
+            self.skills_snapshot(session, profile).await?
         } else {
             None
         };
@@ -105,15 +107,23 @@ impl Agent {
     }
 
     /// The skills index of a session, taken at its first turn: the skills available on its
-    /// platform with its tools, narrowed by `/skills only`, plus the guidance to save and patch.
-    async fn skills_snapshot(&self, session: &SessionRow) -> Result<Option<String>, StoreError> {
+    /// platform with its tools, narrowed by the profile's `skills` and by `/skills only`, plus
+    /// the guidance to save and patch.
+    async fn skills_snapshot(
+        &self,
+        session: &SessionRow,
+        profile: Option<&Profile>,
+    ) -> Result<Option<String>, StoreError> {
         let scope = format!("sid:{}", session.id);
         if let Some(frozen) = self.store.setting(&scope, "skills_index").await? {
             return Ok(Some(frozen).filter(|s| !s.is_empty()));
         }
         let only = enabled_skills(&*self.store, &session.key).await?;
         let platform = session.key.platform;
-        let toolsets = self.config.toolsets(platform).to_vec();
+        let toolsets = profile
+            .and_then(|p| p.toolsets.clone())
+            .unwrap_or_else(|| self.config.toolsets(platform).to_vec());
+        let of_profile = profile.and_then(|p| p.skills.clone());
         let sources = SkillSources::for_home(&self.config.home);
         let index = tokio::task::spawn_blocking(move || {
             let library = SkillLibrary::load(&sources);
@@ -123,7 +133,7 @@ impl Agent {
                 toolsets.iter(),
             );
             let mut available = library.available(&ctx);
-            if let Some(only) = &only {
+            for only in [&of_profile, &only].into_iter().flatten() {
                 available.retain(|s| only.contains(&s.name));
             }
             let index = crate::skills::index(&available);

@@ -62,7 +62,11 @@ impl Agent {
         }
         let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
-        let mut enabled = crate::config::tools_in(self.config.toolsets(platform));
+        let profile = self.profile_of(&session.key).await?.map(|(_, p)| p);
+        let toolsets = profile
+            .and_then(|p| p.toolsets.as_deref())
+            .unwrap_or(self.config.toolsets(platform));
+        let mut enabled = crate::config::tools_in(toolsets);
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }
@@ -71,10 +75,14 @@ impl Agent {
             enabled.retain(|t| *t != "cronjob");
         }
         let tools = self.session_tools(session, &mut enabled).await?;
-        let frozen = self.frozen_context(session, &enabled).await?;
+        let frozen = self.frozen_context(session, &enabled, profile).await?;
         let mut messages = vec![ChatMessage::system(system_prompt_with(
             input.setting,
-            self.config.agent.system_prompt.as_deref(),
+            profile.and_then(|p| p.system_prompt.as_deref()).or(self
+                .config
+                .agent
+                .system_prompt
+                .as_deref()),
             &enabled,
             frozen.as_deref(),
         ))];
@@ -82,7 +90,10 @@ impl Agent {
         attach_images(&mut messages, input.new_messages);
         let perms = Permissions::load(
             &*self.store,
-            self.config.level(platform),
+            profile
+                .and_then(|p| p.level)
+                .map(|l| l.min(self.config.policy.max_level))
+                .unwrap_or(self.config.level(platform)),
             &session.key,
             session.id,
             input.requester.as_ref(),
@@ -109,6 +120,7 @@ impl Agent {
             model: session
                 .model
                 .clone()
+                .or_else(|| profile.and_then(|p| p.model.clone()))
                 .unwrap_or_else(|| self.config.llm.model.clone()),
             extra_usage: Usage::default(),
             extra_iterations: 0,
@@ -116,6 +128,26 @@ impl Agent {
             late_sent: input.late_notice.clone(),
         };
         run.drive(messages).await
+    }
+}
+
+/// The setting (scope: the session key) naming the profile chosen in the chat by `/profile`.
+pub const PROFILE_SETTING: &str = "profile";
+
+impl Agent {
+    /// The profile a session key runs with (see [`crate::config::Config::profile_for`]).
+    pub async fn profile_of(
+        &self,
+        key: &hermes_adapter::SessionKey,
+    ) -> Result<Option<(&str, &crate::config::Profile)>, StoreError> {
+        if self.config.profiles.is_empty() {
+            return Ok(None);
+        }
+        let chosen = self
+            .store
+            .setting(&crate::store::key_scope(key), PROFILE_SETTING)
+            .await?;
+        Ok(self.config.profile_for(key, chosen.as_deref()))
     }
 }
 

@@ -35,6 +35,11 @@ pub struct AgentConfig {
     pub compression_keep_first: usize,
     /// Most recent messages kept verbatim when compressing.
     pub compression_keep_last: usize,
+    /// The profile (`[profiles.<name>]`) of sessions nothing else picks one for.
+    pub default_profile: Option<String>,
+    /// Profiles by platform (`telegram = "analyst"`) or by chat (`"slack:C0123" = "ops"`; a
+    /// direct chat by the person's id, `"telegram:8123456"`).
+    pub profile_routes: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for AgentConfig {
@@ -51,6 +56,8 @@ impl Default for AgentConfig {
             compression_threshold: 0.5,
             compression_keep_first: 3,
             compression_keep_last: 20,
+            default_profile: None,
+            profile_routes: Default::default(),
         }
     }
 }

@@ -19,6 +19,7 @@ mod mcp_serve;
 mod memory;
 mod platforms;
 mod policy;
+mod profiles;
 mod sandbox;
 mod secret;
 mod service;
@@ -49,6 +50,7 @@ pub use platforms::{
     SlackConfig, TelegramConfig,
 };
 pub use policy::PolicyConfig;
+pub use profiles::{AgentMode, Profile, Profiles};
 pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
@@ -70,6 +72,7 @@ pub struct Config {
     pub transcription: TranscriptionConfig,
     pub documents: DocumentsConfig,
     pub agent: AgentConfig,
+    pub profiles: Profiles,
     pub gateway: GatewayConfig,
     pub access: AccessConfig,
     pub tools: ToolsConfig,
@@ -213,6 +216,7 @@ impl Config {
         };
         config.home = home;
         env::overlay(&mut config, env)?;
+        config.read_profile_prompts()?;
         config.validate()?;
         Ok(config)
     }

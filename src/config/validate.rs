@@ -9,6 +9,7 @@ impl Config {
         self.llm.validate(file)?;
         self.admin.validate(file)?;
         self.agent.validate(file)?;
+        self.validate_profiles()?;
         self.gateway.validate(file)?;
         self.access.validate(file)?;
         self.tools.validate(file)?;

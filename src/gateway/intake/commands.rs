@@ -69,6 +69,7 @@ pub(crate) async fn handle(
         "permissions" => permissions(shared, key, role, arg).await,
         "whoami" => whoami(shared, msg, key, role).await,
         "model" => model(shared, key, arg).await,
+        "profile" => super::profile_command::profile(shared, key, role, arg).await,
         "skills" => skills_chat::command(shared, key, arg).await,
         "sethome" if !role.is_operator() => {
             format!("{OPERATORS_ONLY} The home channel is where everyone's scheduled jobs post.")
@@ -99,6 +100,7 @@ Commands:\n\
 /whoami — who you are to me: your role and this conversation's level\n\
 /compress — summarise the older part of this conversation\n\
 /model [name] — show or switch the model of this conversation\n\
+/profile [name] — show or switch the agent profile of this chat\n\
 /skills — the skills I know; /<skill-name> <request> uses one explicitly\n\
 /sethome — make this chat the home channel for scheduled jobs (operators)\n\
 /usage — tokens and estimated cost of this conversation\n\
@@ -292,13 +294,13 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
     out
 }
 
-struct Stopped {
+pub(super) struct Stopped {
     was_running: bool,
     discarded: usize,
 }
 
 impl Stopped {
-    fn note(&self) -> String {
+    pub(super) fn note(&self) -> String {
         match self.discarded {
             0 => String::new(),
             1 => " 1 waiting message was dropped.".to_owned(),
@@ -308,7 +310,7 @@ impl Stopped {
 }
 
 /// Cancel the session's running turn and finish its queued messages as stopped.
-async fn stop_session(shared: &Arc<Shared>, key: &SessionKey) -> Stopped {
+pub(super) async fn stop_session(shared: &Arc<Shared>, key: &SessionKey) -> Stopped {
     let lane = shared.pool.get(key);
     let guard = match &lane {
         Some(lane) => Some(lane.state.lock().await),
