@@ -19,6 +19,7 @@ pub mod snapshots;
 pub(crate) mod subagent;
 mod toolbox;
 pub use toolbox::terminal_fence;
+mod plan;
 mod turn;
 
 use std::sync::Arc;

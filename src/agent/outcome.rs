@@ -40,3 +40,31 @@ pub struct TurnReport {
     /// Names of the tools this run called, in order, repeated as called.
     pub tools_called: Vec<String>,
 }
+
+impl TurnReport {
+    /// Nothing done yet: the start of a turn run in phases (plan mode).
+    pub fn empty() -> Self {
+        TurnReport {
+            outcome: TurnOutcome::Cancelled,
+            usage: Usage::default(),
+            iterations: 0,
+            tool_rounds: 0,
+            tools_called: Vec::new(),
+        }
+    }
+
+    /// This report's costs plus `next`'s, with `next`'s outcome.
+    pub fn then(mut self, next: TurnReport) -> Self {
+        self.usage += next.usage;
+        self.iterations += next.iterations;
+        self.tool_rounds += next.tool_rounds;
+        self.tools_called.extend(next.tools_called);
+        self.outcome = next.outcome;
+        self
+    }
+
+    pub fn with_outcome(mut self, outcome: TurnOutcome) -> Self {
+        self.outcome = outcome;
+        self
+    }
+}

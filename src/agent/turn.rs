@@ -35,6 +35,9 @@ pub struct TurnInput<'a> {
     /// Set once the user was told the answer will be late; shared by the retries of the same
     /// messages during a provider outage, so they are told once.
     pub late_notice: Arc<std::sync::atomic::AtomicBool>,
+    /// `/plan`: plan first and carry out only what the person approves (a profile whose mode is
+    /// `plan` does this for every request).
+    pub plan: bool,
 }
 
 /// A user message a turn answers.
@@ -52,9 +55,16 @@ impl Agent {
     /// Run one turn. Store failures abort it (the inbox rows stay queued and are retried).
     pub async fn run_turn(&self, input: TurnInput<'_>) -> Result<TurnReport, StoreError> {
         let session = input.session;
-        if !input.new_messages.is_empty() {
-            let rows = input
-                .new_messages
+        let profile = self.profile_of(&session.key).await?.map(|(_, p)| p);
+        let plan = input.plan
+            || profile.is_some_and(|p| p.mode == crate::config::AgentMode::Plan)
+                && input.interaction.is_some();
+        let mut new_messages = input.new_messages;
+        if plan && let Some(last) = new_messages.last_mut() {
+            last.text = format!("{}\n\n{}", last.text, super::plan::PLAN_INSTRUCTIONS);
+        }
+        if !new_messages.is_empty() {
+            let rows = new_messages
                 .iter()
                 .map(|m| (m.inbox_id, m.text.clone()))
                 .collect();
@@ -62,7 +72,6 @@ impl Agent {
         }
         let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
-        let profile = self.profile_of(&session.key).await?.map(|(_, p)| p);
         let toolsets = profile
             .and_then(|p| p.toolsets.as_deref())
             .unwrap_or(self.config.toolsets(platform));
@@ -87,7 +96,7 @@ impl Agent {
             frozen.as_deref(),
         ))];
         messages.extend(repair_history(history));
-        attach_images(&mut messages, input.new_messages);
+        attach_images(&mut messages, new_messages);
         let perms = Permissions::load(
             &*self.store,
             profile
@@ -127,7 +136,11 @@ impl Agent {
             deltas: input.deltas,
             late_sent: input.late_notice.clone(),
         };
-        run.drive(messages).await
+        if plan {
+            run.drive_planned(messages).await
+        } else {
+            run.drive(messages).await
+        }
     }
 }
 

@@ -114,6 +114,7 @@ async fn turn(
             deltas: None,
             chat: None,
             late_notice: Default::default(),
+            plan: false,
         })
         .await;
     ctrl_c.abort();

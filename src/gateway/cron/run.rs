@@ -198,6 +198,7 @@ async fn run_turn(shared: &Arc<Shared>, job: &CronJob, role: Role) -> (&'static 
             user: o.user.clone(),
         }),
         late_notice: Default::default(),
+        plan: false,
     };
     let turn = tokio::time::timeout(
         Duration::from_secs(job.timeout_secs),

@@ -101,6 +101,7 @@ Commands:\n\
 /compress — summarise the older part of this conversation\n\
 /model [name] — show or switch the model of this conversation\n\
 /profile [name] — show or switch the agent profile of this chat\n\
+/plan <request> — make a plan first; I act on it only when you approve\n\
 /skills — the skills I know; /<skill-name> <request> uses one explicitly\n\
 /sethome — make this chat the home channel for scheduled jobs (operators)\n\
 /usage — tokens and estimated cost of this conversation\n\

@@ -23,6 +23,17 @@ pub(crate) async fn new_messages(
                 with_skill.text = directive;
                 user_content(&with_skill)
             }
+            None if is_plan(&row.message) => {
+                // `/plan <request>`: the model reads the request (the turn plans it first).
+                let mut request = row.message.clone();
+                request.text = row
+                    .message
+                    .command()
+                    .map(|(_, arg)| arg.to_owned())
+                    .filter(|a| !a.is_empty())
+                    .unwrap_or_else(|| "Plan what I asked above.".to_owned());
+                user_content(&request)
+            }
             None => user_content(&row.message),
         };
         let mut images = Vec::new();
@@ -70,6 +81,11 @@ pub(crate) async fn new_messages(
         });
     }
     out
+}
+
+/// Whether `msg` is `/plan <request>` (plan first, act on approval).
+pub fn is_plan(msg: &Message) -> bool {
+    msg.command().is_some_and(|(name, _)| name == "plan")
 }
 
 /// Largest image passed to the model.

@@ -154,6 +154,7 @@ impl<'a> Turn<'a> {
                 user: Some(last.sender.id.clone()),
             }),
             late_notice: self.outage.noticed.clone(),
+            plan: super::prompt_input::is_plan(last),
         };
         fail::fail_point!("lane-turn");
         let report = self.now.agent.run_turn(input).await;
