@@ -57,9 +57,10 @@ pub(crate) async fn new_messages(
             text.push('\n');
             text.push_str(block);
         }
-        let unopened = row.message.attachments.iter().any(|a| {
-            !(transcriber.is_some() && is_audio(a)) && !read.iter().any(|(done, _)| done == a)
-        });
+        let opened = |a: &hermes_adapter::Attachment| {
+            (transcriber.is_some() && is_audio(a)) || read.iter().any(|(done, _)| done == a)
+        };
+        let unopened = row.message.attachments.iter().any(|a| !opened(a));
         if unopened && !now.config.llm.vision {
             text.push_str("\n[You cannot open attachments here; say so if the user needs you to.]");
         }
