@@ -56,11 +56,7 @@ pub fn builtin(
             move |ctx: &tools::ToolContext| {
                 let platform = ctx.session.platform;
                 let toolsets = sets.toolsets(platform);
-                crate::skills::Availability::new(
-                    platform,
-                    crate::config::tools_in(toolsets),
-                    toolsets.iter(),
-                )
+                crate::skills::Availability::new(platform, sets.tools_on(platform), toolsets.iter())
             },
         )),
     ));
@@ -72,9 +68,11 @@ pub fn builtin(
         skills,
         store.clone(),
     )));
-    for tool in tools::files::file_tools(Arc::new(workspaces)) {
+    let workspaces = Arc::new(workspaces);
+    for tool in tools::files::file_tools(workspaces.clone()) {
         r.register(tool);
     }
+    r.register(Arc::new(tools::files::NotesSearch::new(workspaces)));
     let mut terminal = tools::terminal::TerminalSettings::new(&workspace_dir);
     terminal.default_timeout = Duration::from_secs(config.tools.terminal_timeout_secs.max(1));
     // The terminal keeps the head and the tail of long output; stay within the agent's cap so
@@ -93,6 +91,14 @@ pub fn builtin(
             ..tools::web_fetch::WebFetchSettings::default()
         },
     )));
+    r.register(Arc::new(tools::web_search::WebSearch::new(
+        tools::web_search::WebSearchSettings::from_config(&config.tools.web_search),
+    )));
+    for tool in tools::finance::finance_tools(tools::finance::FinanceSettings::from_config(
+        &config.tools.finance,
+    )) {
+        r.register(tool);
+    }
     r.register(Arc::new(tools::DelegateTask::default()));
     let default_tz = config
         .agent

@@ -62,7 +62,7 @@ impl Agent {
         }
         let history = self.conversation(session.id).await?;
         let platform = session.key.platform;
-        let mut enabled = crate::config::tools_in(self.config.toolsets(platform));
+        let mut enabled = self.config.tools_on(platform);
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }

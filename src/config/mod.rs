@@ -22,6 +22,7 @@ mod sandbox;
 mod secret;
 mod service;
 mod sessions;
+mod tool_apis;
 mod tools;
 mod transcription;
 mod validate;
@@ -51,6 +52,9 @@ pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
+pub use tool_apis::{
+    FinanceConfig, FinanceProvider, MAX_SEARCH_RESULTS, WebSearchConfig, WebSearchProvider,
+};
 pub use tools::{TOOLSETS, ToolsConfig, is_builtin, tools_in};
 pub use transcription::{TranscriptionConfig, TranscriptionEndpoint};
 
@@ -126,6 +130,8 @@ impl Config {
             self.llm.api_key.expose(),
             self.transcription.api_key.expose(),
             self.admin.token.expose(),
+            self.tools.web_search.api_key.expose(),
+            self.tools.finance.api_key.expose(),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         for p in self.platforms() {
@@ -245,6 +251,14 @@ impl Config {
             .platforms
             .get(&platform)
             .unwrap_or(&self.tools.toolsets)
+    }
+
+    /// The tools offered on `platform`: those its toolsets enable that are configured (a
+    /// `web_search` without a search provider is not offered).
+    pub fn tools_on(&self, platform: Platform) -> Vec<&'static str> {
+        let mut tools = tools_in(self.toolsets(platform));
+        tools.retain(|t| self.tools.is_configured(t));
+        tools
     }
 
     /// The permission level new sessions on `platform` start with.
