@@ -21,12 +21,14 @@ const KEY: &str = "finnhub-key-5d2e8b";
 const TRADE_TIME: i64 = 1_796_221_800;
 
 type Faults = VecDeque<(u16, Option<&'static str>, &'static str)>;
+/// A request's path and query parameters.
+type Hit = (String, HashMap<String, String>);
 
 /// A fake Finnhub: counts requests per path, records their queries and token headers, and
 /// serves scripted failures first.
 #[derive(Clone, Default)]
 struct Fake {
-    hits: Arc<Mutex<Vec<(String, HashMap<String, String>)>>>,
+    hits: Arc<Mutex<Vec<Hit>>>,
     tokens: Arc<Mutex<Vec<Option<String>>>>,
     faults: Arc<Mutex<Faults>>,
 }
