@@ -89,9 +89,11 @@ async fn searxng() -> String {
     format!("http://{addr}")
 }
 
+/// Market data from the fake at `url`; times shown in UTC whatever this machine's zone.
 fn finance_config(url: &str) -> String {
     format!(
-        "[tools.finance]\nprovider = \"finnhub\"\napi_key = \"{FINNHUB_KEY}\"\nurl = \"{url}\"\n"
+        "[agent]\ntimezone = \"UTC\"\n\n[tools.finance]\nprovider = \"finnhub\"\n\
+         api_key = \"{FINNHUB_KEY}\"\nurl = \"{url}\"\n"
     )
 }
 
@@ -135,7 +137,8 @@ async fn a_market_quote_asks_first_and_reaches_the_provider_only_once_allowed() 
     );
     assert!(answer.contains("Change: +1.50 (+0.58%)"), "{answer}");
     assert!(
-        answer.contains("As of: 2026-12-02") && answer.contains("Source: Finnhub, fetched"),
+        answer.contains("As of: 2026-12-02 14:30:00 UTC (exchange time of the last trade)")
+            && answer.contains("Source: Finnhub, fetched"),
         "{answer}"
     );
     assert_eq!(hits.load(Ordering::SeqCst), 2, "the quote and the profile");
