@@ -146,10 +146,17 @@ impl ApiClient {
                          try again later"
                     )));
                 }
-                401 | 403 => {
+                401 => {
                     return Err(self.failed(format!(
-                        "{service} refused the API key (HTTP {code}: {message}); the operator \
+                        "{service} refused the API key (HTTP 401: {message}); the operator \
                          must check `{}` in the configuration",
+                        self.key_setting
+                    )));
+                }
+                403 => {
+                    return Err(self.failed(format!(
+                        "{service} refused access (HTTP 403: {message}): the key's plan may not \
+                         cover this request, or the key (`{}`) is wrong",
                         self.key_setting
                     )));
                 }
@@ -296,6 +303,13 @@ mod tests {
             hits.load(Ordering::SeqCst),
             1,
             "a refused key is not retried"
+        );
+        let body = r#"{"error":"You don't have access to this resource."}"#;
+        let (url, _) = server(vec![(403, "", body)]).await;
+        let e = get_from(&url).await.unwrap_err().to_string();
+        assert!(
+            e.contains("refused access (HTTP 403: You don't have access") && e.contains("plan"),
+            "{e}"
         );
     }
 }
