@@ -2,8 +2,9 @@
 //! search engines, the finance tools' market data).
 //!
 //! One reqwest client with timeouts and a user agent, and one policy for failures, written for
-//! the model that reads them: an HTTP 429 is waited out once when its `Retry-After` is short
-//! (at most [`MAX_RETRY_WAIT`]), otherwise it is an error saying when to try again; a 5xx answer
+//! the model that reads them: an HTTP 429 is waited out once when its `Retry-After` (or
+//! Finnhub's `X-Ratelimit-Reset`) is short (at most [`MAX_RETRY_WAIT`]), otherwise it is an
+//! error saying when to try again; a 5xx answer
 //! is retried once; a refused key names the configuration key to fix; an answer that is not the
 //! documented JSON says so. The API key travels in a header, and every error text is scrubbed of
 //! it all the same.
@@ -113,7 +114,8 @@ impl ApiClient {
                     ))
                 });
             }
-            let retry_after = crate::llm::retry_after(response.headers());
+            let retry_after = crate::llm::retry_after(response.headers())
+                .or_else(|| rate_limit_reset(response.headers()));
             let body = response.text().await.unwrap_or_default();
             let message = crate::llm::error_message(&body);
             let code = status.as_u16();
@@ -173,6 +175,20 @@ impl ApiClient {
     fn failed(&self, text: String) -> ToolError {
         ToolError::Failed(self.key.scrub(&text))
     }
+}
+
+/// The wait until `X-Ratelimit-Reset` (Unix seconds), the header Finnhub sends with a 429
+/// instead of `Retry-After`.
+fn rate_limit_reset(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let reset: i64 = headers
+        .get("x-ratelimit-reset")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let wait = reset.checked_sub(jiff::Timestamp::now().as_second())?;
+    Some(Duration::from_secs(wait.clamp(0, 3600) as u64))
 }
 
 /// `base` with `params` added to its query string, encoded.
@@ -270,6 +286,21 @@ mod tests {
         let e = get_from(&url).await.unwrap_err().to_string();
         assert!(e.contains("limiting the rate"), "{e}");
         assert_eq!(hits.load(Ordering::SeqCst), 2, "one retry, then the error");
+    }
+
+    #[test]
+    fn finnhubs_rate_limit_reset_header_says_how_long_to_wait() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(rate_limit_reset(&h), None);
+        let in_a_minute = jiff::Timestamp::now().as_second() + 60;
+        h.insert(
+            "x-ratelimit-reset",
+            in_a_minute.to_string().parse().unwrap(),
+        );
+        let wait = rate_limit_reset(&h).unwrap();
+        assert!((58..=60).contains(&wait.as_secs()), "{wait:?}");
+        h.insert("x-ratelimit-reset", "1".parse().unwrap());
+        assert_eq!(rate_limit_reset(&h), Some(Duration::ZERO), "in the past");
     }
 
     #[tokio::test]
