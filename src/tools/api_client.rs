@@ -4,10 +4,9 @@
 //! One reqwest client with timeouts and a user agent, and one policy for failures, written for
 //! the model that reads them: an HTTP 429 is waited out once when its `Retry-After` (or
 //! Finnhub's `X-Ratelimit-Reset`) is short (at most [`MAX_RETRY_WAIT`]), otherwise it is an
-//! error saying when to try again; a 5xx answer
-//! is retried once; a refused key names the configuration key to fix; an answer that is not the
-//! documented JSON says so. The API key travels in a header, and every error text is scrubbed of
-//! it all the same.
+//! error saying when to try again; a 5xx answer is retried once; a refused key names the
+//! configuration key to fix; an answer that is not the documented JSON says so. The API key
+//! travels in a header, and every error text is scrubbed of it all the same.
 
 use std::sync::OnceLock;
 use std::time::Duration;
