@@ -39,6 +39,9 @@ pub fn builtin(
         }
         _ => workspaces,
     };
+    // The person's notes, read through the same workspaces (same root, host and refusal) as the
+    // file tools.
+    let notes = tools::files::NotesSearch::new(Arc::new(workspaces.clone()));
     let mut r = ToolRegistry::new();
     r.register(Arc::new(tools::CurrentTime::default()));
     r.register(Arc::new(tools::Todo::new(store.settings())));
@@ -68,11 +71,9 @@ pub fn builtin(
         skills,
         store.clone(),
     )));
-    let workspaces = Arc::new(workspaces);
-    for tool in tools::files::file_tools(workspaces.clone()) {
+    for tool in tools::files::file_tools(Arc::new(workspaces)) {
         r.register(tool);
     }
-    r.register(Arc::new(tools::files::NotesSearch::new(workspaces)));
     let mut terminal = tools::terminal::TerminalSettings::new(&workspace_dir);
     terminal.default_timeout = Duration::from_secs(config.tools.terminal_timeout_secs.max(1));
     // The terminal keeps the head and the tail of long output; stay within the agent's cap so
@@ -91,6 +92,7 @@ pub fn builtin(
             ..tools::web_fetch::WebFetchSettings::default()
         },
     )));
+    r.register(Arc::new(notes));
     r.register(Arc::new(tools::web_search::WebSearch::new(
         tools::web_search::WebSearchSettings::from_config(&config.tools.web_search),
     )));
