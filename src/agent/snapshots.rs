@@ -114,11 +114,14 @@ impl Agent {
         let only = enabled_skills(&*self.store, &session.key).await?;
         let platform = session.key.platform;
         let toolsets = self.config.toolsets(platform).to_vec();
-        let tools = self.config.tools_on(platform);
         let sources = SkillSources::for_home(&self.config.home);
         let index = tokio::task::spawn_blocking(move || {
             let library = SkillLibrary::load(&sources);
-            let ctx = Availability::new(platform, tools, toolsets.iter());
+            let ctx = Availability::new(
+                platform,
+                crate::config::tools_in(&toolsets),
+                toolsets.iter(),
+            );
             let mut available = library.available(&ctx);
             if let Some(only) = &only {
                 available.retain(|s| only.contains(&s.name));

@@ -59,7 +59,11 @@ pub fn builtin(
             move |ctx: &tools::ToolContext| {
                 let platform = ctx.session.platform;
                 let toolsets = sets.toolsets(platform);
-                crate::skills::Availability::new(platform, sets.tools_on(platform), toolsets.iter())
+                crate::skills::Availability::new(
+                    platform,
+                    crate::config::tools_in(toolsets),
+                    toolsets.iter(),
+                )
             },
         )),
     ));

@@ -253,14 +253,6 @@ impl Config {
             .unwrap_or(&self.tools.toolsets)
     }
 
-    /// The tools offered on `platform`: those its toolsets enable that are configured (a
-    /// `web_search` without a search provider is not offered).
-    pub fn tools_on(&self, platform: Platform) -> Vec<&'static str> {
-        let mut tools = tools_in(self.toolsets(platform));
-        tools.retain(|t| self.tools.is_configured(t));
-        tools
-    }
-
     /// The permission level new sessions on `platform` start with.
     pub fn level(&self, platform: Platform) -> Level {
         self.policy

@@ -53,7 +53,7 @@ pub(crate) async fn command(shared: &Shared, key: &SessionKey, arg: &str) -> Str
     let library = library(&config.home).await;
     let platform = key.platform;
     let toolsets = config.toolsets(platform);
-    let ctx = Availability::new(platform, config.tools_on(platform), toolsets.iter());
+    let ctx = Availability::new(platform, crate::config::tools_in(toolsets), toolsets.iter());
     let available = library.available(&ctx);
     let mut words = arg.split_whitespace();
     match words.next().map(str::to_lowercase).as_deref() {
