@@ -39,6 +39,9 @@ pub fn builtin(
         }
         _ => workspaces,
     };
+    // The person's notes, read through the same workspaces (same root, host and refusal) as the
+    // file tools.
+    let notes = tools::files::NotesSearch::new(Arc::new(workspaces.clone()));
     let mut r = ToolRegistry::new();
     r.register(Arc::new(tools::CurrentTime::default()));
     r.register(Arc::new(tools::Todo::new(store.settings())));
@@ -98,6 +101,15 @@ pub fn builtin(
             ..tools::web_fetch::WebFetchSettings::default()
         },
     )));
+    r.register(Arc::new(notes));
+    r.register(Arc::new(tools::web_search::WebSearch::new(
+        tools::web_search::WebSearchSettings::from_config(&config.tools.web_search),
+    )));
+    for tool in tools::finance::finance_tools(tools::finance::FinanceSettings::from_config(
+        &config.tools.finance,
+    )) {
+        r.register(tool);
+    }
     r.register(Arc::new(tools::DelegateTask::default()));
     let default_tz = config
         .agent

@@ -79,6 +79,8 @@ impl Agent {
         if input.interaction.is_none() {
             enabled.retain(|t| *t != "clarify");
         }
+        // Tools whose service is not configured (web search, market data) are not offered.
+        enabled.retain(|t| self.config.tools.is_configured(t));
         // A user's scheduled run cannot schedule more: unattended jobs would multiply.
         if input.setting.platform == hermes_adapter::Platform::Cron && !input.role.is_operator() {
             enabled.retain(|t| *t != "cronjob");

@@ -57,6 +57,8 @@ fn summary(c: &Config) -> Vec<String> {
             "turns: busy mode {:?}, at most {} at once, {} steps each",
             c.gateway.busy_mode, c.gateway.max_concurrent_turns, c.agent.max_iterations
         ),
+        format!("web search: {}", c.tools.web_search.summary()),
+        format!("market data: {}", c.tools.finance.summary()),
     ];
     let platforms = c
         .platforms()
@@ -114,6 +116,9 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
         _ => r.ok("sandbox", said),
     }
     r.ok("processes", crate::tools::terminal::describe_cgroup());
+    // Optional services: said, not probed (a probe would spend the key's quota).
+    r.ok("web search", config.tools.web_search.summary());
+    r.ok("market data", config.tools.finance.summary());
     match super::open_store(&config) {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);

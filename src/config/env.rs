@@ -38,6 +38,8 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     for platform in config.platforms_mut() {
         platform.overlay(env)?;
     }
+    config.tools.web_search.overlay(env);
+    config.tools.finance.overlay(env);
     if config.llm.provider == super::ProviderKind::Anthropic {
         if config.llm.api_key.is_empty()
             && let Some(v) = env.var("ANTHROPIC_API_KEY")

@@ -24,6 +24,7 @@ mod sandbox;
 mod secret;
 mod service;
 mod sessions;
+mod tool_apis;
 mod tools;
 mod transcription;
 mod validate;
@@ -55,6 +56,9 @@ pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
 pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
+pub use tool_apis::{
+    FinanceConfig, FinanceProvider, MAX_SEARCH_RESULTS, WebSearchConfig, WebSearchProvider,
+};
 pub use tools::{TOOLSETS, ToolsConfig, is_builtin, tools_in};
 pub use transcription::{TranscriptionConfig, TranscriptionEndpoint};
 
@@ -132,6 +136,8 @@ impl Config {
             self.llm.api_key.expose(),
             self.transcription.api_key.expose(),
             self.admin.token.expose(),
+            self.tools.web_search.api_key.expose(),
+            self.tools.finance.api_key.expose(),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         for p in self.platforms() {

@@ -18,7 +18,8 @@ pub struct ToolsConfig {
     /// Directory the file and terminal tools work in (and cannot leave). Default
     /// `$HERMES_HOME/workspace`.
     pub workspace: Option<PathBuf>,
-    /// Toolsets enabled everywhere: `core`, `files`, `terminal`, `web`, `delegate`.
+    /// Toolsets enabled everywhere: `core`, `files`, `terminal`, `web`, `delegate`, `finance`,
+    /// `notes`…
     pub toolsets: Vec<String>,
     /// Toolsets per platform, replacing `toolsets` there (`[tools.platforms] telegram = [...]`).
     pub platforms: HashMap<Platform, Vec<String>>,
@@ -32,6 +33,10 @@ pub struct ToolsConfig {
     pub max_concurrent_subagents: usize,
     /// Where the terminal's commands run (`[tools.sandbox]`).
     pub sandbox: super::SandboxConfig,
+    /// The search API behind `web_search` (`[tools.web_search]`).
+    pub web_search: super::WebSearchConfig,
+    /// The market data API behind the finance tools (`[tools.finance]`).
+    pub finance: super::FinanceConfig,
 }
 
 impl Default for ToolsConfig {
@@ -48,6 +53,8 @@ impl Default for ToolsConfig {
             subagent_max_iterations: 50,
             max_concurrent_subagents: 3,
             sandbox: super::SandboxConfig::default(),
+            web_search: super::WebSearchConfig::default(),
+            finance: super::FinanceConfig::default(),
         }
     }
 }
@@ -70,10 +77,15 @@ pub const TOOLSETS: &[(&str, &[&str])] = &[
         ],
     ),
     ("terminal", &["terminal"]),
-    ("web", &["web_fetch"]),
+    ("web", &["web_fetch", "web_search"]),
     ("delegate", &["delegate_task"]),
     ("cron", &["cronjob"]),
+    ("finance", FINANCE_TOOLS),
+    ("notes", &["notes_search"]),
 ];
+
+/// The tools that need `[tools.finance]`.
+const FINANCE_TOOLS: &[&str] = &["market_quote", "market_news", "company_profile"];
 
 /// Whether `name` is a built-in tool.
 pub fn is_builtin(name: &str) -> bool {
@@ -90,6 +102,17 @@ pub fn tools_in(toolsets: &[String]) -> Vec<&'static str> {
 }
 
 impl ToolsConfig {
+    /// Whether the built-in tool `name` has what it needs to run: `web_search` a search
+    /// provider, the market tools a market data provider. An enabled tool without it is not
+    /// offered to the model.
+    pub fn is_configured(&self, name: &str) -> bool {
+        match name {
+            "web_search" => self.web_search.provider.is_some(),
+            _ if FINANCE_TOOLS.contains(&name) => self.finance.provider.is_some(),
+            _ => true,
+        }
+    }
+
     /// Known toolsets everywhere and per platform.
     pub(super) fn validate(&self, file: Option<&Path>) -> Result<(), ConfigError> {
         let bad = |key: &str, problem: String| Err(ConfigError::invalid(file, key, problem));
@@ -115,6 +138,8 @@ impl ToolsConfig {
                 "must be at least 1".into(),
             );
         }
+        self.web_search.validate(file)?;
+        self.finance.validate(file)?;
         self.sandbox.validate(file)
     }
 }

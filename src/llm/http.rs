@@ -84,7 +84,7 @@ pub(super) async fn text(key: &Secret, resp: reqwest::Response) -> Result<String
 /// The provider's own error message from an error body, shortened. Understands OpenAI's
 /// `{"error":{"message"}}`, Anthropic's `{"type":"error","error":{"type","message"}}` and the
 /// `{"error":"…"}` / `{"message":"…"}` shapes of smaller servers; anything else is cut raw text.
-pub(super) fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     let v: Option<Value> = serde_json::from_str(body).ok();
     let msg = v
         .as_ref()
@@ -103,7 +103,7 @@ const MAX_RETRY_AFTER_SECS: f64 = 3600.0;
 
 /// `Retry-After` in seconds (fractions allowed), at most an hour. HTTP dates are not honoured:
 /// no provider sends them, and the caller's own backoff applies instead.
-pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     let secs: f64 = v.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0)

@@ -19,6 +19,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use anthropic::AnthropicProvider;
+/// Reading `Retry-After` and a service's own error message, for the tools' API clients too.
+pub(crate) use http::{error_message, retry_after};
 pub use openai::OpenAiProvider;
 pub use transcribe::Transcriber;
 

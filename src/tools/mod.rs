@@ -1,10 +1,12 @@
 //! Tools the agent can call: the [`Tool`] trait, the [`ToolRegistry`], one file per built-in.
 
+mod api_client;
 mod clarify;
 mod current_time;
 mod delegate;
 pub mod documents;
 pub mod files;
+pub mod finance;
 mod interaction;
 mod registry;
 mod session_search;
@@ -12,6 +14,7 @@ pub mod ssh;
 pub mod terminal;
 mod todo;
 pub mod web_fetch;
+pub mod web_search;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -25,6 +25,7 @@
 
 pub(crate) mod disk;
 mod list_dir;
+mod notes_search;
 mod patch_file;
 mod read_file;
 mod search_files;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 
 pub use disk::{Disk, Kind, Meta, Remote, human_size};
 pub use list_dir::ListDir;
+pub use notes_search::NotesSearch;
 pub use patch_file::PatchFile;
 pub use read_file::ReadFile;
 pub use search_files::SearchFiles;

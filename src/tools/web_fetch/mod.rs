@@ -286,7 +286,7 @@ fn redirect_target(from: &Url, location: &HeaderValue) -> Result<Url, ToolError>
 }
 
 /// Read the body in chunks, stopping at `max` bytes; `true` when there was more.
-async fn read_capped(
+pub(crate) async fn read_capped(
     mut response: reqwest::Response,
     max: usize,
 ) -> reqwest::Result<(Vec<u8>, bool)> {
@@ -317,7 +317,7 @@ fn excerpt(body: &[u8], content_type: Option<&str>, kind: Kind) -> String {
 }
 
 /// A network error with its causes ("connection refused", "certificate expired"…).
-fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         return "timed out".into();
     }
