@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hermes_adapter::{Message, SessionKey};
 
+use super::stop::stop_session;
 use crate::agent::permissions;
 use crate::gateway::Shared;
 use crate::gateway::adapters::health::ListenerState;
@@ -15,7 +16,6 @@ use crate::gateway::cron::run as cron_run;
 use crate::gateway::lanes::skills_chat;
 use crate::gateway::outbound::replies::replies;
 use crate::policy::{Level, OPERATORS_ONLY, Role};
-use crate::store::InboxOutcome;
 
 /// Answer a built-in command, or `None` if `name` is not one.
 pub(crate) async fn handle(
@@ -293,66 +293,6 @@ async fn usage(shared: &Arc<Shared>, key: &SessionKey) -> String {
         )),
     }
     out
-}
-
-pub(super) struct Stopped {
-    was_running: bool,
-    discarded: usize,
-}
-
-impl Stopped {
-    pub(super) fn note(&self) -> String {
-        match self.discarded {
-            0 => String::new(),
-            1 => " 1 waiting message was dropped.".to_owned(),
-            n => format!(" {n} waiting messages were dropped."),
-        }
-    }
-}
-
-/// Cancel the session's running turn and finish its queued messages as stopped.
-pub(super) async fn stop_session(shared: &Arc<Shared>, key: &SessionKey) -> Stopped {
-    let lane = shared.pool.get(key);
-    let guard = match &lane {
-        Some(lane) => Some(lane.state.lock().await),
-        None => None,
-    };
-    let was_running = guard
-        .as_ref()
-        .and_then(|s| s.control.as_ref())
-        .is_some_and(|c| {
-            c.stop.cancel();
-            true
-        });
-    let queued = shared
-        .store
-        .inbox_queued_for(key, 10_000)
-        .await
-        .unwrap_or_default();
-    // Rows of the running turn are finished by the turn itself.
-    let included = guard.as_ref().map_or(0, |s| {
-        if s.control.is_some() {
-            s.max_included
-        } else {
-            0
-        }
-    });
-    let ids: Vec<i64> = queued
-        .iter()
-        .map(|r| r.id)
-        .filter(|id| *id > included)
-        .collect();
-    let discarded = ids.len();
-    if !ids.is_empty()
-        && let Err(e) = shared.store.inbox_finish(ids, InboxOutcome::Stopped).await
-    {
-        tracing::error!(error = %e, "cannot drop queued messages");
-    }
-    drop(guard);
-    Stopped {
-        was_running,
-        discarded,
-    }
 }
 
 async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {

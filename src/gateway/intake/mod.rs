@@ -9,3 +9,4 @@ pub(crate) mod commands;
 pub(crate) mod profile_command;
 pub(crate) mod router;
 pub(crate) mod sink;
+pub(crate) mod stop;

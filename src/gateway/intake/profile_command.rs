@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hermes_adapter::SessionKey;
 
-use super::commands::stop_session;
+use super::stop::stop_session;
 use crate::agent::PROFILE_SETTING;
 use crate::config::AgentMode;
 use crate::gateway::Shared;

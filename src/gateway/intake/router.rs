@@ -92,34 +92,13 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
     if let Some((name, arg)) = msg.command()
         && let Some(reply) = commands::handle(shared, msg, &key, role, &name, arg).await
     {
-        let rows = replies(
-            shared,
-            msg,
-            &reply,
-            &format!("{}:{}", hermes_adapter::keys::COMMAND, row.id),
-        );
-        match shared
-            .store
-            .reply_and_finish(vec![row.id], InboxOutcome::Command, rows)
-            .await
-        {
-            Ok(()) => shared.outbox_signal.notify_one(),
-            Err(e) => tracing::error!(error = %e, "cannot store a command reply"),
-        }
-        return;
+        let reply_key = format!("{}:{}", hermes_adapter::keys::COMMAND, row.id);
+        return answer_at_once(shared, &row, &reply, &reply_key, InboxOutcome::Command).await;
     }
     if let Some(note) = crate::gateway::lanes::documents::refusal(&shared.config().documents, msg) {
         tracing::info!(session = %key, "a message of only oversized files refused without a turn");
-        let rows = replies(shared, msg, &note, &format!("refused:{}", row.id));
-        match shared
-            .store
-            .reply_and_finish(vec![row.id], InboxOutcome::Refused, rows)
-            .await
-        {
-            Ok(()) => shared.outbox_signal.notify_one(),
-            Err(e) => tracing::error!(error = %e, "cannot store a refusal"),
-        }
-        return;
+        let reply_key = format!("refused:{}", row.id);
+        return answer_at_once(shared, &row, &note, &reply_key, InboxOutcome::Refused).await;
     }
     if let Err(e) = shared.store.inbox_queue(row.id, &key).await {
         tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
@@ -142,6 +121,25 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         .pool
         .notify(shared, &key, row.id, Some((&msg.sender.id, interrupt)))
         .await;
+}
+
+/// Answer `row` without a turn (a command, a refusal) and finish it as `outcome`.
+async fn answer_at_once(
+    shared: &Arc<Shared>,
+    row: &InboxRow,
+    text: &str,
+    reply_key: &str,
+    outcome: InboxOutcome,
+) {
+    let rows = replies(shared, &row.message, text, reply_key);
+    match shared
+        .store
+        .reply_and_finish(vec![row.id], outcome, rows)
+        .await
+    {
+        Ok(()) => shared.outbox_signal.notify_one(),
+        Err(e) => tracing::error!(error = %e, outcome = outcome.as_str(), "cannot store a reply"),
+    }
 }
 
 /// If `msg` answers a waiting confirmation or question, hand the answer over and say what
