@@ -23,7 +23,7 @@ pub(super) async fn chat(config: Config) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let store = match super::open_store(&config) {
+    let store = match super::open_store(&config).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -56,7 +56,7 @@ pub enum CronAction {
 }
 
 pub(super) async fn cron(config: Config, action: CronAction) -> ExitCode {
-    let store = match super::open_store(&config) {
+    let store = match super::open_store(&config).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -119,7 +119,7 @@ pub(super) async fn doctor(path: Option<&Path>) -> ExitCode {
     // Optional services: said, not probed (a probe would spend the key's quota).
     r.ok("web search", config.tools.web_search.summary());
     r.ok("market data", config.tools.finance.summary());
-    match super::open_store(&config) {
+    match super::open_store(&config).await {
         Ok(store) => {
             let open = store.inbox_open_count().await.unwrap_or(0);
             let out = store.outbox_stats().await.unwrap_or_default();

@@ -69,7 +69,7 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
         _ => tracing::info!("{said}"),
     }
     tracing::info!("{}", crate::tools::terminal::describe_cgroup());
-    let store = match super::open_store(&config) {
+    let store = match super::open_store(&config).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -167,8 +167,17 @@ fn emit(text: &str) -> Outcome {
     }
 }
 
-/// The configured database, with the configured durability.
-pub(crate) fn open_store(config: &Config) -> Result<crate::store::Store, crate::store::StoreError> {
+/// The configured database: SQLite with the configured durability, or PostgreSQL.
+pub(crate) async fn open_store(
+    config: &Config,
+) -> Result<crate::store::Store, crate::store::StoreError> {
+    #[cfg(feature = "postgres")]
+    if config.store.backend == crate::config::StoreBackend::Postgres {
+        let store =
+            crate::store::PgStore::connect(config.store.url.expose(), config.store.pool_size)
+                .await?;
+        return Ok(crate::store::Store::new(store));
+    }
     let durability = match config.store.synchronous {
         crate::config::Synchronous::Normal => crate::store::Durability::Normal,
         crate::config::Synchronous::Full => crate::store::Durability::Full,

@@ -50,7 +50,7 @@ pub enum SessionsAction {
 }
 
 pub(super) async fn sessions(config: Config, action: SessionsAction) -> ExitCode {
-    let store = match super::open_store(&config) {
+    let store = match super::open_store(&config).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("hermes: {e}");

@@ -79,8 +79,8 @@ async fn load(sources: &SkillSources) -> Result<SkillLibrary, String> {
 }
 
 /// The store, for usage counts; skills work without it.
-fn store(config: &Config) -> Option<Store> {
-    super::open_store(config).ok()
+async fn store(config: &Config) -> Option<Store> {
+    super::open_store(config).await.ok()
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -106,7 +106,7 @@ fn problems_text(problems: &[SkillProblem]) -> String {
 
 async fn list(config: &Config, sources: &SkillSources) -> Outcome {
     let library = load(sources).await?;
-    let store = store(config);
+    let store = store(config).await;
     let mut out = String::new();
     if library.skills().is_empty() {
         out.push_str("No skills.\n");
@@ -217,7 +217,7 @@ async fn show(config: &Config, sources: &SkillSources, name: &str) -> Outcome {
     fact(&mut out, "stands in for tools", &m.fallback_for_tools);
     fact(&mut out, "stands in for toolsets", &m.fallback_for_toolsets);
     fact(&mut out, "related skills", &m.related_skills);
-    if let Some(store) = store(config)
+    if let Some(store) = store(config).await
         && let Ok(u) = skills::usage(&*store, &skill.name).await
     {
         let last = u.last_used.map_or(String::new(), |t| {
@@ -327,7 +327,7 @@ async fn remove(config: &Config, sources: &SkillSources, name: &str) -> Outcome 
             "removed your copy of {name}; the bundled {name} is used again\n"
         ));
     }
-    if let Some(store) = store(config) {
+    if let Some(store) = store(config).await {
         let _ = skills::forget_usage(&*store, name).await;
     }
     emit(&format!("removed {name}\n"))

@@ -14,6 +14,12 @@ pub(super) fn overlay(config: &mut Config, env: &dyn EnvSource) -> Result<(), Co
     if let Some(v) = env.var("TRANSCRIPTION_API_KEY") {
         config.transcription.api_key = Secret::new(v.trim());
     }
+    if let Some(v) = env.var("HERMES_DATABASE_URL") {
+        config.store.url = Secret::new(v.trim());
+        if !v.trim().is_empty() {
+            config.store.backend = super::StoreBackend::Postgres;
+        }
+    }
     if let Some(v) = env.var("HERMES_MODEL") {
         config.llm.model = v.trim().to_owned();
     }

@@ -54,7 +54,7 @@ pub use policy::PolicyConfig;
 pub use profiles::{AgentMode, Profile, Profiles};
 pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
-pub use service::{AdminConfig, RetentionConfig, StoreConfig, Synchronous};
+pub use service::{AdminConfig, RetentionConfig, StoreBackend, StoreConfig, Synchronous};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use tool_apis::{
     FinanceConfig, FinanceProvider, MAX_SEARCH_RESULTS, WebSearchConfig, WebSearchProvider,
@@ -138,6 +138,8 @@ impl Config {
             self.admin.token.expose(),
             self.tools.web_search.api_key.expose(),
             self.tools.finance.api_key.expose(),
+            self.store.url.expose(),
+            url_password(self.store.url.expose()),
         ];
         all.extend(self.llm.fallback.iter().map(|f| f.api_key.expose()));
         for p in self.platforms() {
@@ -145,6 +147,18 @@ impl Config {
         }
         all.extend(self.mcp.secrets());
         all
+    }
+}
+
+/// The password of a `scheme://user:password@host/…` URL, or "".
+fn url_password(url: &str) -> &str {
+    let Some((_, rest)) = url.split_once("://") else {
+        return "";
+    };
+    let userinfo = rest.split(['/', '?']).next().unwrap_or("");
+    match userinfo.rsplit_once('@') {
+        Some((user, _)) => user.split_once(':').map_or("", |(_, pw)| pw),
+        None => "",
     }
 }
 

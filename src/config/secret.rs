@@ -19,6 +19,8 @@ pub fn names_a_credential(name: &str) -> bool {
     .iter()
     .any(|word| upper.contains(word))
         || upper.ends_with("KEY")
+        // A database URL carries its password (`postgres://user:password@host/db`).
+        || upper.ends_with("DATABASE_URL")
 }
 
 /// A credential (bot token, API key). `Debug` and `Display` print `***`; use [`Secret::expose`]

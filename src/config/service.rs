@@ -36,12 +36,75 @@ impl Default for AdminConfig {
 }
 
 /// `[store]`: the database.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// What a committed write survives: `normal` (default) a crash of the daemon, `full` a power
-    /// loss or kernel panic as well (each commit waits for the disk).
+    /// `sqlite` (default: `$HERMES_HOME/hermes.db`, one process) or `postgres` (a shared
+    /// database: several gateway processes, one set of conversations).
+    pub backend: StoreBackend,
+    /// What a committed SQLite write survives: `normal` (default) a crash of the daemon, `full`
+    /// a power loss or kernel panic as well (each commit waits for the disk).
     pub synchronous: Synchronous,
+    /// The PostgreSQL URL, `postgres://user:password@host:5432/hermes`. Env:
+    /// `HERMES_DATABASE_URL`.
+    pub url: super::Secret,
+    /// Most PostgreSQL connections this process holds.
+    pub pool_size: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            backend: StoreBackend::Sqlite,
+            synchronous: Synchronous::Normal,
+            url: super::Secret::default(),
+            pool_size: 16,
+        }
+    }
+}
+
+/// Which database holds the state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreBackend {
+    #[default]
+    Sqlite,
+    Postgres,
+}
+
+impl StoreConfig {
+    /// A PostgreSQL backend has its URL (and this build has the backend); a pool has room.
+    pub(super) fn validate(
+        &self,
+        file: Option<&std::path::Path>,
+    ) -> Result<(), super::ConfigError> {
+        let bad = |key: &str, problem: &str| {
+            Err(super::ConfigError::invalid(file, key, problem.to_owned()))
+        };
+        if self.backend != StoreBackend::Postgres {
+            return Ok(());
+        }
+        if !cfg!(feature = "postgres") {
+            return bad(
+                "store.backend",
+                "this hermes was built without the `postgres` feature",
+            );
+        }
+        let url = self.url.expose();
+        if url.is_empty() {
+            return bad(
+                "store.url",
+                "set the PostgreSQL URL (or HERMES_DATABASE_URL) for backend = \"postgres\"",
+            );
+        }
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return bad("store.url", "must start with postgres:// or postgresql://");
+        }
+        if self.pool_size < 2 {
+            return bad("store.pool_size", "must be at least 2");
+        }
+        Ok(())
+    }
 }
 
 /// SQLite's `synchronous` in WAL mode.

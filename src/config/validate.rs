@@ -16,6 +16,7 @@ impl Config {
         self.policy.validate(file)?;
         self.sessions.validate(file)?;
         self.mcp.validate(file)?;
+        self.store.validate(file)?;
         // `[policy.tools]` may name an MCP server's tools: `mcp_<server>` or `mcp_<server>_<tool>`.
         if let Some(tool) = self.policy.tools.keys().find(|t| {
             t.starts_with("mcp_")

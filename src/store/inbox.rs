@@ -83,6 +83,34 @@ pub struct InboxRow {
     pub outcome: Option<String>,
 }
 
+impl InboxRow {
+    /// A row from its stored columns: the message as JSON, the status, the session key, the
+    /// outcome. Fails on what cannot be read (the backends then set the row aside as
+    /// poisoned).
+    pub(crate) fn decode(
+        id: i64,
+        payload: &str,
+        status: &str,
+        key: Option<String>,
+        outcome: Option<String>,
+    ) -> Result<InboxRow> {
+        Ok(InboxRow {
+            id,
+            message: serde_json::from_str(payload)?,
+            status: InboxStatus::parse(status)?,
+            session_key: key
+                .map(|k| {
+                    k.parse()
+                        .map_err(|e: hermes_adapter::ParseSessionKeyError| {
+                            StoreError::Corrupt(e.to_string())
+                        })
+                })
+                .transpose()?,
+            outcome,
+        })
+    }
+}
+
 /// The inbox role: the sink stores, the router routes, the lanes take their queued rows.
 #[async_trait]
 pub trait Inbox: Send + Sync {

@@ -8,6 +8,8 @@ mod cron;
 mod inbox;
 mod maintenance;
 mod outbox;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod search;
 mod sessions;
 mod settings;
@@ -22,6 +24,8 @@ pub use cron::{CronJob, CronRun, CronStore, JobOrigin};
 pub use inbox::{Inbox, InboxOutcome, InboxRow, InboxStatus};
 pub use maintenance::{Maintenance, Pruned};
 pub use outbox::{Outbox, OutboxRow, OutboxStats};
+#[cfg(feature = "postgres")]
+pub use postgres::PgStore;
 pub use search::{
     FoundMessage, HITS_PER_SESSION, Search, SearchScope, SessionHits, SessionSummary,
 };
@@ -35,6 +39,9 @@ pub use sqlite::search::search_terms;
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL error: the server's message and SQLSTATE, or the connection's failure.
+    #[error("database error: {0}")]
+    Postgres(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("cannot open the database at {path}: {reason}")]

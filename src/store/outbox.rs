@@ -31,6 +31,25 @@ pub struct OutboxStats {
     pub poisoned: u64,
 }
 
+impl OutboxRow {
+    /// A row from its stored columns; fails on what cannot be read (set aside as poisoned).
+    pub(crate) fn decode(
+        id: i64,
+        platform: &str,
+        payload: &str,
+        attempts: u32,
+        queued_at: i64,
+    ) -> Result<OutboxRow> {
+        Ok(OutboxRow {
+            id,
+            platform: platform.parse().map_err(super::StoreError::Corrupt)?,
+            outbound: serde_json::from_str(payload)?,
+            attempts,
+            queued_at,
+        })
+    }
+}
+
 /// The outbox role: the lanes and commands queue, the pump sends.
 #[async_trait]
 pub trait Outbox: Send + Sync {

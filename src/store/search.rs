@@ -106,3 +106,41 @@ pub trait Search: Send + Sync {
     /// Whether any session is held in `chat` of `platform` (someone allowed wrote there).
     async fn chat_has_session(&self, platform: Platform, chat: &ChatId) -> Result<bool>;
 }
+
+/// The context windows of one session's `hits` (sorted), overlapping or touching ones merged.
+/// `around[i]` holds, for `hits[i]`, the visible messages at or before it (up to `context + 2`,
+/// oldest first: the one before the window tells whether it touches the previous window) and
+/// the `context` after it. Backend-neutral: each backend reads `around` its own way.
+pub(crate) fn merge_windows(
+    hits: &[i64],
+    around: Vec<(Vec<FoundMessage>, Vec<FoundMessage>)>,
+    context: usize,
+) -> Vec<Vec<FoundMessage>> {
+    use std::collections::BTreeMap;
+    let mut windows: Vec<BTreeMap<i64, FoundMessage>> = Vec::new();
+    for (mut earlier, later) in around {
+        let before = (earlier.len() == context + 2).then(|| earlier.remove(0).id);
+        let messages: BTreeMap<i64, FoundMessage> = earlier
+            .into_iter()
+            .chain(later)
+            .map(|m| (m.id, m))
+            .collect();
+        match windows.last_mut() {
+            Some(last) if before.is_none_or(|b| last.keys().next_back() >= Some(&b)) => {
+                last.extend(messages);
+            }
+            _ => windows.push(messages),
+        }
+    }
+    windows
+        .into_iter()
+        .map(|w| {
+            w.into_values()
+                .map(|mut m| {
+                    m.hit = hits.binary_search(&m.id).is_ok();
+                    m
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -8,9 +8,9 @@
 use async_trait::async_trait;
 use hermes_adapter::{Outbound, Platform, SessionKey};
 
-use super::Result;
 use super::inbox::InboxOutcome;
-use crate::conversation::{ChatMessage, Usage};
+use super::{Result, StoreError};
+use crate::conversation::{ChatMessage, Role, ToolCall, Usage};
 
 /// A conversation with the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,4 +114,55 @@ pub trait Sessions: Send + Sync {
         after: i64,
         upto: i64,
     ) -> Result<Vec<StoredMessage>>;
+}
+
+/// The columns `id, key, created_at, updated_at, model` of a `sessions` row, before decoding.
+pub(crate) type RawSession = (i64, String, i64, i64, Option<String>);
+
+pub(crate) fn decode_session(raw: RawSession) -> Result<SessionRow> {
+    Ok(SessionRow {
+        id: raw.0,
+        key: raw
+            .1
+            .parse()
+            .map_err(|e: hermes_adapter::ParseSessionKeyError| {
+                StoreError::Corrupt(e.to_string())
+            })?,
+        created_at: raw.2,
+        updated_at: raw.3,
+        model: raw.4,
+    })
+}
+
+/// The columns `id, role, content, tool_calls, tool_call_id, tool_name, created_at` of a
+/// `messages` row, before decoding.
+pub(crate) type RawMessage = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+);
+
+pub(crate) fn decode_stored_message(raw: RawMessage) -> Result<StoredMessage> {
+    let (id, role, content, calls, call_id, name, created_at) = raw;
+    let tool_calls: Vec<ToolCall> = match calls {
+        Some(json) => serde_json::from_str(&json)?,
+        None => Vec::new(),
+    };
+    Ok(StoredMessage {
+        id,
+        message: ChatMessage {
+            role: Role::parse(&role)
+                .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
+            content,
+            tool_calls,
+            tool_call_id: call_id,
+            tool_name: name,
+            images: Vec::new(),
+        },
+        created_at,
+    })
 }

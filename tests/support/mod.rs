@@ -15,6 +15,8 @@ pub mod email;
 pub mod http;
 pub mod llm;
 pub mod mcp;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod proxy;
 pub mod sandboxed;
 pub mod slack;

@@ -7,7 +7,7 @@ use hermes_adapter::{Message, Outbound, Platform, SessionKey, now_millis};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, outbox};
-use crate::store::{Inbox, InboxOutcome, InboxRow, InboxStatus, Result, StoreError};
+use crate::store::{Inbox, InboxOutcome, InboxRow, Result};
 
 const COLUMNS: &str = "id, payload, status, session_key, outcome";
 
@@ -20,20 +20,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 
 fn decode(raw: RawRow) -> Result<InboxRow> {
     let (id, payload, status, key, outcome) = raw;
-    Ok(InboxRow {
-        id,
-        message: serde_json::from_str(&payload)?,
-        status: InboxStatus::parse(&status)?,
-        session_key: key
-            .map(|k| {
-                k.parse()
-                    .map_err(|e: hermes_adapter::ParseSessionKeyError| {
-                        StoreError::Corrupt(e.to_string())
-                    })
-            })
-            .transpose()?,
-        outcome,
-    })
+    InboxRow::decode(id, &payload, &status, key, outcome)
 }
 
 /// Decode rows; one that cannot be decoded is set aside as `poisoned` (with the reason in

@@ -72,19 +72,7 @@ impl Outbox for SqliteStore {
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut rows = Vec::with_capacity(raws.len());
             for (id, platform, payload, attempts, queued_at) in raws {
-                let decoded = platform
-                    .parse()
-                    .map_err(StoreError::Corrupt)
-                    .and_then(|platform| {
-                        Ok(OutboxRow {
-                            id,
-                            platform,
-                            outbound: serde_json::from_str(&payload)?,
-                            attempts,
-                            queued_at,
-                        })
-                    });
-                match decoded {
+                match OutboxRow::decode(id, &platform, &payload, attempts, queued_at) {
                     Ok(row) => rows.push(row),
                     Err(e) => poison(c, id, &e)?,
                 }

@@ -14,45 +14,15 @@ use hermes_adapter::{SessionKey, now_millis};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, inbox, outbox};
-use crate::conversation::{ChatMessage, Role, ToolCall, Usage};
-use crate::store::{
-    Result, SessionRow, SessionStats, Sessions, StoreError, StoredMessage, TurnCommit,
-};
-
-/// The columns `id, key, created_at, updated_at, model` of a `sessions` row, before decoding.
-pub(super) type RawSession = (i64, String, i64, i64, Option<String>);
+use crate::conversation::{ChatMessage, Usage};
+use crate::store::sessions::{RawMessage, RawSession};
+pub(super) use crate::store::sessions::{decode_session, decode_stored_message};
+use crate::store::{Result, SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit};
 
 /// Read a [`RawSession`] from a row selecting those five columns in that order.
 pub(super) fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
-
-pub(super) fn decode_session(raw: RawSession) -> Result<SessionRow> {
-    Ok(SessionRow {
-        id: raw.0,
-        key: raw
-            .1
-            .parse()
-            .map_err(|e: hermes_adapter::ParseSessionKeyError| {
-                StoreError::Corrupt(e.to_string())
-            })?,
-        created_at: raw.2,
-        updated_at: raw.3,
-        model: raw.4,
-    })
-}
-
-/// The columns `id, role, content, tool_calls, tool_call_id, tool_name, created_at` of a
-/// `messages` row, before decoding.
-pub(super) type RawMessage = (
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    i64,
-);
 
 /// Read a [`RawMessage`] from a row selecting those seven columns in that order.
 pub(super) fn stored_message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawMessage> {
@@ -65,27 +35,6 @@ pub(super) fn stored_message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawM
         r.get(5)?,
         r.get(6)?,
     ))
-}
-
-pub(super) fn decode_stored_message(raw: RawMessage) -> Result<StoredMessage> {
-    let (id, role, content, calls, call_id, name, created_at) = raw;
-    let tool_calls: Vec<ToolCall> = match calls {
-        Some(json) => serde_json::from_str(&json)?,
-        None => Vec::new(),
-    };
-    Ok(StoredMessage {
-        id,
-        message: ChatMessage {
-            role: Role::parse(&role)
-                .ok_or_else(|| StoreError::Corrupt(format!("message role `{role}`")))?,
-            content,
-            tool_calls,
-            tool_call_id: call_id,
-            tool_name: name,
-            images: Vec::new(),
-        },
-        created_at,
-    })
 }
 
 /// The columns the history reads, in the order [`stored_message_row`] expects.

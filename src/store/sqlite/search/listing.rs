@@ -10,7 +10,7 @@ pub(super) const SUMMARY: &str = "SELECT s.id, s.key, s.created_at, s.updated_at
     FROM sessions s";
 
 /// A summary row as read: id, key, created, updated, ended, message count, chat.
-type Raw = (i64, String, i64, i64, Option<i64>, i64, Option<String>);
+pub(in crate::store) type Raw = (i64, String, i64, i64, Option<i64>, i64, Option<String>);
 
 pub(super) fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
     Ok((
@@ -24,7 +24,7 @@ pub(super) fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
     ))
 }
 
-pub(super) fn decode(raw: Raw) -> Result<SessionSummary> {
+pub(in crate::store) fn decode(raw: Raw) -> Result<SessionSummary> {
     let (id, key, created_at, updated_at, ended_at, messages, chat) = raw;
     Ok(SessionSummary {
         id,

@@ -20,11 +20,9 @@
 //! word index also holds each message's owner as a token, so a person's search walks only their
 //! own matches (see migration 8).
 
-mod listing;
+pub(in crate::store) mod listing;
 mod pending;
-mod query;
-
-use std::collections::BTreeMap;
+pub(in crate::store) mod query;
 
 use async_trait::async_trait;
 use rusqlite::types::Value;
@@ -341,36 +339,14 @@ fn excerpts(
 ) -> Result<Vec<Vec<FoundMessage>>> {
     let mut hits = hits.to_vec();
     hits.sort_unstable();
-    let mut windows: Vec<BTreeMap<i64, FoundMessage>> = Vec::new();
+    let mut around = Vec::with_capacity(hits.len());
     for &hit in &hits {
-        // The hit, `context` before it, and one more: the message just before the window
-        // (`None` at the start of the session) tells whether the window touches the last one.
-        let mut earlier = visible(c, session_id, hit, true, context + 2)?;
-        let before = (earlier.len() == context + 2).then(|| earlier.remove(0).id);
-        let later = visible(c, session_id, hit, false, context)?;
-        let messages: BTreeMap<i64, FoundMessage> = earlier
-            .into_iter()
-            .chain(later)
-            .map(|m| (m.id, m))
-            .collect();
-        match windows.last_mut() {
-            Some(last) if before.is_none_or(|b| last.keys().next_back() >= Some(&b)) => {
-                last.extend(messages);
-            }
-            _ => windows.push(messages),
-        }
+        around.push((
+            visible(c, session_id, hit, true, context + 2)?,
+            visible(c, session_id, hit, false, context)?,
+        ));
     }
-    Ok(windows
-        .into_iter()
-        .map(|w| {
-            w.into_values()
-                .map(|mut m| {
-                    m.hit = hits.binary_search(&m.id).is_ok();
-                    m
-                })
-                .collect()
-        })
-        .collect())
+    Ok(crate::store::search::merge_windows(&hits, around, context))
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ fn fts_literal(term: &str) -> String {
 }
 
 /// `%term%` with `\`, `%` and `_` escaped (use with `ESCAPE '\'`).
-fn like_pattern(term: &str) -> String {
+pub(in crate::store) fn like_pattern(term: &str) -> String {
     let mut p = String::with_capacity(term.len() + 2);
     p.push('%');
     for c in term.chars() {
@@ -139,7 +139,7 @@ fn like_pattern(term: &str) -> String {
 }
 
 /// Han ideographs, Hiragana, Katakana and Hangul: scripts written without spaces between words.
-pub(super) fn is_cjk(c: char) -> bool {
+pub(in crate::store) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3040..=0x30FF       // Hiragana, Katakana
         | 0x31F0..=0x31FF     // Katakana phonetic extensions
