@@ -48,6 +48,73 @@ async fn the_daemon_answers_from_postgres_and_remembers_across_a_restart() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_store_is_copied_verified_and_continued_on_postgres() {
+    let mut w = World::new("").await;
+    let mut daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "remember the blue door");
+    w.tg.wait_sent(1, WAIT).await;
+    w.tg.private_text(ALICE, "Alice", "/permissions safe");
+    w.tg.wait_sent(2, WAIT).await;
+    daemon.kill();
+
+    let url = support::postgres::fresh_database().await;
+    let migrate = |url: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hermes"))
+            .args(["store", "migrate", "--to", "postgres", "--url", url])
+            .env("HERMES_HOME", w.home.path())
+            .env_remove("HERMES_DATABASE_URL")
+            .output()
+            .unwrap()
+    };
+    let out = migrate(&url);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("verified:"), "{said}");
+    assert!(said.contains("messages: 2 rows, sha256 "), "{said}");
+    assert!(said.contains("inbox: 2 rows"), "{said}");
+    // A second copy into the same database is refused: nothing is doubled.
+    let again = migrate(&url);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
+
+    // The daemon on PostgreSQL goes on with the same conversation, level and ids.
+    w.set_env("HERMES_DATABASE_URL", &url);
+    let _daemon = w.start().await;
+    w.tg.private_text(ALICE, "Alice", "which door?");
+    w.tg.wait_sent(3, WAIT).await;
+    let req = w.llm.requests().pop().unwrap();
+    let history: Vec<String> = req.messages().iter().map(|m| m.to_string()).collect();
+    assert!(
+        history.iter().any(|m| m.contains("remember the blue door")),
+        "{history:?}"
+    );
+    w.tg.private_text(ALICE, "Alice", "/permissions");
+    let sent = w.tg.wait_sent(4, WAIT).await;
+    assert!(
+        sent[3].visible_text.contains("Level: safe"),
+        "{}",
+        sent[3].visible_text
+    );
+    let db = support::postgres::connect(&url).await;
+    let ids: Vec<i64> = db
+        .query("SELECT id FROM inbox ORDER BY id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert!(
+        ids.windows(2).all(|p| p[1] > p[0]),
+        "new rows continue after the copied ids: {ids:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_postgres_backend_without_a_url_is_a_config_error() {
     let home = tempfile::tempdir().unwrap();

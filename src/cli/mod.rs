@@ -11,6 +11,7 @@ mod service;
 mod sessions;
 mod skills;
 mod status;
+mod store;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ pub use guard::guard_process;
 pub use service::ServiceAction;
 pub use sessions::SessionsAction;
 pub use skills::SkillsAction;
+pub use store::StoreAction;
 
 /// hermes: your AI agent on the messaging platforms you already use.
 #[derive(Debug, Parser)]
@@ -89,6 +91,11 @@ pub enum Command {
         #[command(subcommand)]
         action: mcp::McpAction,
     },
+    /// The database: copy the SQLite store into PostgreSQL (`migrate --to postgres`).
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+    },
     /// List, show, validate, install and remove skills (bundled and in $HERMES_HOME/skills).
     Skills {
         #[command(subcommand)]
@@ -122,6 +129,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Chat => match load(cli.config.as_deref()) {
             Ok(config) => chat::chat(config).await,
+            Err(code) => code,
+        },
+        Command::Store { action } => match load(cli.config.as_deref()) {
+            Ok(config) => store::store(config, action).await,
             Err(code) => code,
         },
         Command::Sessions { action } => match load(cli.config.as_deref()) {

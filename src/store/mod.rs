@@ -25,7 +25,7 @@ pub use inbox::{Inbox, InboxOutcome, InboxRow, InboxStatus};
 pub use maintenance::{Maintenance, Pruned};
 pub use outbox::{Outbox, OutboxRow, OutboxStats};
 #[cfg(feature = "postgres")]
-pub use postgres::PgStore;
+pub use postgres::{CopyReport, PgStore};
 pub use search::{
     FoundMessage, HITS_PER_SESSION, Search, SearchScope, SessionHits, SessionSummary,
 };

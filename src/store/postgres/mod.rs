@@ -4,6 +4,8 @@
 //! runtime); each role's file holds its SQL. The schema is created by numbered migrations under
 //! an advisory lock, so processes starting together migrate once.
 
+mod copy;
+pub use copy::CopyReport;
 mod cron;
 mod inbox;
 mod migrations;
