@@ -151,6 +151,31 @@ async fn a_redelivered_update_is_answered_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_answered_200_survives_a_kill_and_its_redelivery_is_not_answered_again() {
+    let mut w = webhook_world(Some(SECRET)).await;
+    let mut daemon = start(&mut w).await;
+    let update = w.tg.private_text(ALICE, "Alice", "acked then killed");
+    assert_eq!(w.tg.post_update(update.update_id).await, 200);
+    // Killed the moment Telegram has its 200 (long before its turn could be answered, as a
+    // rule): the update must already be stored for the next process to answer it.
+    daemon.kill();
+
+    let _daemon = start(&mut w).await;
+    let sent = w.tg.wait_sent(1, WAIT).await;
+    assert_eq!(sent[0].visible_text, "echo: acked then killed");
+    // Telegram may not have seen that 200 and sends the update again: stored once, answered once.
+    assert_eq!(w.tg.post_update(update.update_id).await, 200);
+    let sentinel = w.tg.private_text(ALICE, "Alice", "sentinel");
+    assert_eq!(w.tg.post_update(sentinel.update_id).await, 200);
+    let sent = w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(
+        visible(&sent),
+        ["echo: acked then killed", "echo: sentinel"]
+    );
+    settle_at(&w, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_and_oversized_requests_are_refused_and_the_daemon_keeps_serving() {
     let mut w = webhook_world(Some(SECRET)).await;
     let mut daemon = start(&mut w).await;
