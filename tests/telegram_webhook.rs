@@ -77,8 +77,11 @@ async fn the_daemon_registers_its_webhook_answers_pushed_updates_and_leaves_it_s
 
     // `hermes status` sees the listener up.
     let (_, out, err) = w.run(&["status"]);
-    let line = out.lines().find(|l| l.starts_with("telegram:"));
-    assert!(line.is_some_and(|l| l.contains("up")), "{out}{err}");
+    let state = out
+        .lines()
+        .find_map(|l| l.strip_prefix("telegram:"))
+        .and_then(|rest| rest.split_whitespace().next());
+    assert_eq!(state, Some("up"), "{out}{err}");
 
     let log = daemon.log();
     assert!(log.contains("Telegram connected (webhook)"), "{log}");
@@ -148,6 +151,16 @@ async fn a_redelivered_update_is_answered_once() {
     );
     settle_at(&w, 2).await;
     assert_eq!(w.llm.requests().len(), 2);
+
+    // A redelivered button press: its callback query is answered once (before the 200).
+    let press =
+        w.tg.callback_query(ALICE, ALICE, sent[0].message_id, "noop");
+    for _ in 0..2 {
+        assert_eq!(w.tg.post_update(press.update_id).await, 200);
+    }
+    let answers = w.tg.calls_of("answercallbackquery");
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0].status, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
