@@ -83,6 +83,13 @@ async fn the_daemon_registers_its_webhook_answers_pushed_updates_and_leaves_it_s
         .and_then(|rest| rest.split_whitespace().next());
     assert_eq!(state, Some("up"), "{out}{err}");
 
+    // `hermes doctor` asks Telegram about the webhook.
+    let (_, out, err) = w.run(&["doctor"]);
+    assert!(
+        out.contains("webhook mode: registered, 0 update(s) pending"),
+        "{out}{err}"
+    );
+
     let log = daemon.log();
     assert!(log.contains("Telegram connected (webhook)"), "{log}");
     assert!(!log.contains(SECRET), "webhook secret in the log");

@@ -335,7 +335,11 @@ impl Adapter for TelegramAdapter {
 
     async fn probe(&self) -> Result<String, AdapterError> {
         let me = self.get_me().await?;
-        Ok(format!("@{} (id {})", me.username, me.id))
+        let mut about = format!("@{} (id {})", me.username, me.id);
+        if let Some(hook) = &self.webhook {
+            about.push_str(&format!("; {}", hook.describe(&self.bot).await));
+        }
+        Ok(about)
     }
 }
 

@@ -97,6 +97,33 @@ impl Webhook {
         Ok(self.generated.get_or_init(|| s).clone())
     }
 
+    /// What Telegram says about the webhook, for `hermes doctor` (no URL shown: a path may
+    /// carry a secret).
+    pub(crate) async fn describe(&self, bot: &Bot) -> String {
+        let info = match bot.get_webhook_info().await {
+            Ok(info) => info,
+            Err(e) => {
+                return format!(
+                    "webhook mode; getWebhookInfo failed: {}",
+                    crate::outbound::classify(e)
+                );
+            }
+        };
+        let registered = match &info.url {
+            Some(u) if *u == self.settings.url => "registered",
+            Some(_) => "Telegram delivers to another URL (this one is registered at start)",
+            None => "not registered yet (it is at start)",
+        };
+        let mut out = format!(
+            "webhook mode: {registered}, {} update(s) pending",
+            info.pending_update_count
+        );
+        if let Some(m) = info.last_error_message {
+            out.push_str(&format!("; Telegram's last delivery error: {m}"));
+        }
+        out
+    }
+
     /// Bind, register the URL with Telegram, and serve it until `shutdown`.
     pub(crate) async fn run(
         &self,
