@@ -21,9 +21,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use hermes_adapter::{AdapterError, InboundSink};
 use teloxide::Bot;
 use teloxide::payloads::SetWebhookSetters;
@@ -153,16 +152,19 @@ impl Webhook {
         tracing::info!(%listen, url = %self.settings.url, "Telegram connected (webhook)");
         sink.heartbeat();
         let path = match self.settings.url.path() {
-            "" => "/",
-            p => p,
+            "" => "/".to_owned(),
+            p => p.to_owned(),
         };
         let state = Arc::new(HookState {
             bot,
             me,
             sink: sink.clone(),
             secret,
+            path,
         });
-        let app = Router::new().route(path, post(handle)).with_state(state);
+        // Matched by hand rather than as an axum route: a path is the user's, and route syntax
+        // (`{capture}`, `*rest`) in it must mean nothing.
+        let app = Router::new().fallback(handle).with_state(state);
         let limits = hermes_listener::Limits {
             max_body_bytes: MAX_BODY_BYTES,
             ..hermes_listener::Limits::default()
@@ -198,6 +200,8 @@ struct HookState {
     me: BotIdentity,
     sink: Arc<dyn InboundSink>,
     secret: String,
+    /// The webhook URL's path, as sent (percent-encoded).
+    path: String,
 }
 
 /// One POST on the webhook path.
@@ -210,7 +214,19 @@ struct HookState {
 /// from Telegram's current webhook; nothing of them is stored, and their status tells whoever
 /// reads `getWebhookInfo` or the proxy log what went wrong. 413 for an oversized body comes
 /// from the listener before this runs.
-async fn handle(State(st): State<Arc<HookState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(st): State<Arc<HookState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if uri.path() != st.path {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    if method != Method::POST {
+        return (StatusCode::METHOD_NOT_ALLOWED, [(header::ALLOW, "POST")]).into_response();
+    }
     let given = headers
         .get(SECRET_HEADER)
         .map(|v| v.as_bytes())
