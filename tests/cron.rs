@@ -73,6 +73,7 @@ async fn in_process() -> InProcess {
         token: TOKEN.into(),
         api_url: tg.api_url().parse().unwrap(),
         poll_timeout_secs: 1,
+        webhook: None,
     }));
     let gateway = Gateway::new(config, store.clone(), agent, vec![adapter]);
     let shutdown = CancellationToken::new();

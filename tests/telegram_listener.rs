@@ -43,6 +43,7 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
         token: TOKEN.into(),
         api_url: tg.api_url().parse().unwrap(),
         poll_timeout_secs: 1,
+        webhook: None,
     }));
     let backoff = Duration::from_millis(1500);
     let gateway = Gateway::new(config, store, agent, vec![adapter]).with_supervisor_policy(

@@ -48,7 +48,7 @@ pub use mcp_serve::McpServeConfig;
 pub use memory::{MemoryConfig, SkillsConfig};
 pub use platforms::{
     ApiConfig, ApiKeyConfig, DiscordConfig, EmailConfig, MatrixConfig, PlatformSection,
-    SlackConfig, TelegramConfig,
+    SlackConfig, TelegramConfig, TelegramMode,
 };
 pub use policy::PolicyConfig;
 pub use profiles::{AgentMode, Profile, Profiles};

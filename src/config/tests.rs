@@ -230,6 +230,72 @@ fn commented_out(text: &str) -> std::collections::BTreeSet<String> {
 }
 
 #[test]
+fn telegram_webhook_mode_comes_from_file_and_environment_with_key_precise_errors() {
+    let c = parse(
+        "[telegram]\nmode = \"webhook\"\nwebhook_url = \"https://bot.example.com/telegram\"\n",
+    )
+    .unwrap();
+    c.validate().unwrap();
+    assert_eq!(c.telegram.mode, TelegramMode::Webhook);
+    assert_eq!(c.telegram.webhook_listen, "127.0.0.1:8443");
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().to_str().unwrap();
+    let env = [
+        ("HERMES_HOME", home),
+        ("TELEGRAM_BOT_TOKEN", "123:abc"),
+        ("TELEGRAM_MODE", "webhook"),
+        ("TELEGRAM_WEBHOOK_URL", "https://bot.example.com:8443/hook"),
+        ("TELEGRAM_WEBHOOK_LISTEN", "0.0.0.0:9000"),
+        ("TELEGRAM_WEBHOOK_SECRET", "s3cret-Webhook_token"),
+    ];
+    let c = Config::load(None, &env).unwrap();
+    assert_eq!(c.telegram.mode, TelegramMode::Webhook);
+    assert_eq!(c.telegram.webhook_listen, "0.0.0.0:9000");
+    assert!(c.secrets().contains(&"s3cret-Webhook_token"));
+    assert!(!format!("{c:?}").contains("s3cret-Webhook_token"));
+    assert!(c.telegram.summary().contains("webhook"));
+
+    let err = Config::load(None, &[("HERMES_HOME", home), ("TELEGRAM_MODE", "push")]).unwrap_err();
+    assert_eq!(err.key, "TELEGRAM_MODE");
+    let err = parse("[telegram]\nmode = \"hook\"\n").unwrap_err();
+    assert_eq!(err.key, "telegram.mode");
+    for (toml, key, says) in [
+        (
+            "mode = \"webhook\"\n",
+            "telegram.webhook_url",
+            "public HTTPS URL",
+        ),
+        (
+            "mode = \"webhook\"\nwebhook_url = \"http://bot.example.com/t\"\n",
+            "telegram.webhook_url",
+            "HTTPS",
+        ),
+        (
+            "webhook_listen = \"localhost\"\n",
+            "telegram.webhook_listen",
+            "port",
+        ),
+        (
+            "webhook_secret = \"has spaces and $ signs\"\n",
+            "telegram.webhook_secret",
+            "A-Z",
+        ),
+    ] {
+        let err = parse(&format!("[telegram]\n{toml}"))
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.key, key, "{toml}");
+        assert!(err.problem.contains(says), "{toml}: {}", err.problem);
+        assert!(
+            !err.problem.contains("$ signs"),
+            "the secret is never echoed"
+        );
+    }
+}
+
+#[test]
 fn slack_comes_from_the_environment_and_needs_a_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().to_str().unwrap();

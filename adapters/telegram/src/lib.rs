@@ -6,6 +6,10 @@
 //! the inbox recognises it. Another poller on the same token (HTTP 409) is reported as
 //! [`AdapterError::Conflict`] so the supervisor backs off instead of fighting over updates.
 //!
+//! Webhook mode (`webhook`) receives the same updates by HTTP POST instead, for deployments
+//! behind a reverse proxy or a load balancer; they go through the same conversion and the same
+//! inbox rule (stored before Telegram is answered).
+//!
 //! The Bot API URL is configurable (`telegram.api_url`) for a local Bot API server, a proxy, or
 //! the test fake.
 
@@ -14,6 +18,7 @@ mod format;
 pub mod fuzzing;
 mod inbound;
 mod outbound;
+mod webhook;
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -33,6 +38,10 @@ use tokio_util::sync::CancellationToken;
 pub use format::to_telegram_html;
 pub use inbound::BotIdentity;
 use inbound::Inbound;
+pub use webhook::{MAX_BODY_BYTES, SECRET_HEADER, WebhookSettings};
+
+/// The update kinds hermes asks for, when polling and when registering a webhook alike.
+const ALLOWED_UPDATES: [AllowedUpdate; 2] = [AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
 
 /// Telegram counts message length in UTF-16 code units of the visible text.
 pub const MAX_MESSAGE_LEN: usize = 4096;
@@ -46,6 +55,8 @@ pub struct TelegramSettings {
     pub api_url: url::Url,
     /// Long-poll timeout in seconds.
     pub poll_timeout_secs: u32,
+    /// Receive by webhook instead of long polling.
+    pub webhook: Option<WebhookSettings>,
 }
 
 impl std::fmt::Debug for TelegramSettings {
@@ -54,6 +65,7 @@ impl std::fmt::Debug for TelegramSettings {
             .field("token", &"***")
             .field("api_url", &self.api_url.as_str())
             .field("poll_timeout_secs", &self.poll_timeout_secs)
+            .field("webhook", &self.webhook)
             .finish()
     }
 }
@@ -63,6 +75,7 @@ pub struct TelegramAdapter {
     bot: Bot,
     poll_timeout: u32,
     me: RwLock<Option<BotIdentity>>,
+    webhook: Option<webhook::Webhook>,
 }
 
 impl TelegramAdapter {
@@ -71,6 +84,7 @@ impl TelegramAdapter {
             bot: Bot::new(settings.token).set_api_url(settings.api_url),
             poll_timeout: settings.poll_timeout_secs,
             me: RwLock::new(None),
+            webhook: settings.webhook.map(webhook::Webhook::new),
         }
     }
 
@@ -80,38 +94,15 @@ impl TelegramAdapter {
     }
 
     async fn get_me(&self) -> Result<BotIdentity, AdapterError> {
-        let me = self.bot.get_me().await.map_err(listener_error)?;
+        let me = self
+            .bot
+            .get_me()
+            .await
+            .map_err(|e| listener_error(e, "getMe"))?;
         Ok(BotIdentity {
             id: me.user.id.0,
             username: me.username().to_owned(),
         })
-    }
-
-    /// Hand one update to the sink. `Ok(())` means the offset may move past it.
-    async fn deliver(
-        &self,
-        sink: &dyn InboundSink,
-        update: &Update,
-        me: &BotIdentity,
-    ) -> Result<(), AdapterError> {
-        let (msg, callback) = match inbound::convert(update, me) {
-            Inbound::Message(m) => (m, None),
-            Inbound::Button(m, id) => (m, Some(id)),
-            Inbound::Skip => return Ok(()),
-        };
-        let delivered = sink.deliver(msg).await.map_err(|e| {
-            AdapterError::Transient(format!(
-                "inbox unavailable, not acknowledging update {}: {e}",
-                update.id.0
-            ))
-        })?;
-        if let Some(id) = callback
-            && delivered == Delivery::Stored
-            && let Err(e) = self.bot.answer_callback_query(id).await
-        {
-            tracing::debug!(error = %outbound::classify(e), "answerCallbackQuery failed");
-        }
-        Ok(())
     }
 
     async fn poll(&self, offset: Option<i32>) -> Result<Vec<Update>, RequestError> {
@@ -119,12 +110,77 @@ impl TelegramAdapter {
             .bot
             .get_updates()
             .timeout(self.poll_timeout)
-            .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
+            .allowed_updates(ALLOWED_UPDATES);
         if let Some(o) = offset {
             req = req.offset(o);
         }
         req.await
     }
+
+    /// Long polling until `shutdown`: the offset moves past an update only once it is stored.
+    async fn poll_updates(
+        &self,
+        sink: &dyn InboundSink,
+        me: &BotIdentity,
+        shutdown: &CancellationToken,
+    ) -> Result<(), AdapterError> {
+        let mut offset: Option<i32> = None;
+        loop {
+            let polled = tokio::select! {
+                r = self.poll(offset) => r,
+                _ = shutdown.cancelled() => return Ok(()),
+            };
+            let (updates, max_id) = match polled {
+                Ok(updates) => (updates, None),
+                Err(RequestError::InvalidJson { raw, .. }) => salvage(&raw),
+                Err(RequestError::RetryAfter(s)) => {
+                    tracing::warn!(wait = ?s.duration(), "getUpdates rate limited");
+                    tokio::select! {
+                        _ = tokio::time::sleep(s.duration()) => continue,
+                        _ = shutdown.cancelled() => return Ok(()),
+                    }
+                }
+                Err(e) => return Err(listener_error(e, "getUpdates")),
+            };
+            sink.heartbeat();
+            for update in &updates {
+                deliver(&self.bot, sink, update, me).await?;
+                offset = Some(offset.unwrap_or(0).max(update.id.as_offset()));
+            }
+            if let Some(max) = max_id {
+                // Skip past unparseable updates too; they were logged.
+                offset = Some(offset.unwrap_or(0).max(max + 1));
+            }
+        }
+    }
+}
+
+/// Hand one update to the sink. `Ok(())` means it is stored (or a copy, or skipped): the offset
+/// may move past it, the webhook request may be answered 200.
+async fn deliver(
+    bot: &Bot,
+    sink: &dyn InboundSink,
+    update: &Update,
+    me: &BotIdentity,
+) -> Result<(), AdapterError> {
+    let (msg, callback) = match inbound::convert(update, me) {
+        Inbound::Message(m) => (m, None),
+        Inbound::Button(m, id) => (m, Some(id)),
+        Inbound::Skip => return Ok(()),
+    };
+    let delivered = sink.deliver(msg).await.map_err(|e| {
+        AdapterError::Transient(format!(
+            "inbox unavailable, not acknowledging update {}: {e}",
+            update.id.0
+        ))
+    })?;
+    if let Some(id) = callback
+        && delivered == Delivery::Stored
+        && let Err(e) = bot.answer_callback_query(id).await
+    {
+        tracing::debug!(error = %outbound::classify(e), "answerCallbackQuery failed");
+    }
+    Ok(())
 }
 
 /// Updates from a body teloxide could not parse as a whole: every element that parses on its
@@ -155,7 +211,8 @@ fn salvage(raw: &str) -> (Vec<Update>, Option<i32>) {
     (updates, max_id)
 }
 
-fn listener_error(e: RequestError) -> AdapterError {
+/// Why a listener call (`call`: getUpdates, setWebhook…) failed, for the supervisor.
+fn listener_error(e: RequestError, call: &str) -> AdapterError {
     match e {
         RequestError::Api(ApiError::TerminatedByOtherGetUpdates) => {
             AdapterError::Conflict("terminated by another getUpdates request".into())
@@ -164,13 +221,13 @@ fn listener_error(e: RequestError) -> AdapterError {
             AdapterError::Unauthorized("invalid bot token".into())
         }
         RequestError::Api(ApiError::CantGetUpdates) => {
-            AdapterError::Fatal("a webhook is set for this bot; hermes uses long polling".into())
+            AdapterError::Fatal("a webhook is set for this bot (another process in webhook mode?) while this one is in polling mode (telegram.mode)".into())
         }
         RequestError::Network(e) => AdapterError::Transient(format!(
             "network: {}",
             outbound::without_url(e.to_string(), e.url())
         )),
-        other => AdapterError::Transient(outbound::classify(other).to_string()),
+        other => AdapterError::Transient(format!("{call}: {}", outbound::classify(other))),
     }
 }
 
@@ -206,10 +263,6 @@ impl Adapter for TelegramAdapter {
         if let Ok(mut slot) = self.me.write() {
             *slot = Some(me.clone());
         }
-        // Long polling does not work while a webhook is set.
-        if let Err(e) = self.bot.delete_webhook().await {
-            tracing::warn!(error = %outbound::classify(e), "deleteWebhook failed");
-        }
         let commands = [
             ("new", "Start a new conversation"),
             ("stop", "Stop the current answer"),
@@ -220,36 +273,15 @@ impl Adapter for TelegramAdapter {
         if let Err(e) = self.bot.set_my_commands(commands).await {
             tracing::debug!(error = %outbound::classify(e), "setMyCommands failed");
         }
-        sink.heartbeat();
-
-        let mut offset: Option<i32> = None;
-        loop {
-            let polled = tokio::select! {
-                r = self.poll(offset) => r,
-                _ = shutdown.cancelled() => return Ok(()),
-            };
-            let (updates, max_id) = match polled {
-                Ok(updates) => (updates, None),
-                Err(RequestError::InvalidJson { raw, .. }) => salvage(&raw),
-                Err(RequestError::RetryAfter(s)) => {
-                    tracing::warn!(wait = ?s.duration(), "getUpdates rate limited");
-                    tokio::select! {
-                        _ = tokio::time::sleep(s.duration()) => continue,
-                        _ = shutdown.cancelled() => return Ok(()),
-                    }
-                }
-                Err(e) => return Err(listener_error(e)),
-            };
-            sink.heartbeat();
-            for update in &updates {
-                self.deliver(sink.as_ref(), update, &me).await?;
-                offset = Some(offset.unwrap_or(0).max(update.id.as_offset()));
-            }
-            if let Some(max) = max_id {
-                // Skip past unparseable updates too; they were logged.
-                offset = Some(offset.unwrap_or(0).max(max + 1));
-            }
+        if let Some(hook) = &self.webhook {
+            return hook.run(self.bot.clone(), me, sink, &shutdown).await;
         }
+        // Long polling does not work while a webhook is set.
+        if let Err(e) = self.bot.delete_webhook().await {
+            tracing::warn!(error = %outbound::classify(e), "deleteWebhook failed");
+        }
+        sink.heartbeat();
+        self.poll_updates(sink.as_ref(), &me, &shutdown).await
     }
 
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError> {
@@ -303,7 +335,11 @@ impl Adapter for TelegramAdapter {
 
     async fn probe(&self) -> Result<String, AdapterError> {
         let me = self.get_me().await?;
-        Ok(format!("@{} (id {})", me.username, me.id))
+        let mut about = format!("@{} (id {})", me.username, me.id);
+        if let Some(hook) = &self.webhook {
+            about.push_str(&format!("; {}", hook.describe(&self.bot).await));
+        }
+        Ok(about)
     }
 }
 
@@ -329,6 +365,7 @@ mod tests {
             token: "123:secret".into(),
             api_url: "http://127.0.0.1:1".parse().unwrap(),
             poll_timeout_secs: 30,
+            webhook: None,
         };
         assert!(!format!("{s:?}").contains("secret"));
     }

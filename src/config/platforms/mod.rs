@@ -26,7 +26,7 @@ pub use discord::DiscordConfig;
 pub use email::EmailConfig;
 pub use matrix::MatrixConfig;
 pub use slack::SlackConfig;
-pub use telegram::TelegramConfig;
+pub use telegram::{TelegramConfig, TelegramMode};
 
 /// What every platform's configuration section answers.
 pub trait PlatformSection: Send + Sync {

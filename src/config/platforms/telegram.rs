@@ -1,5 +1,5 @@
-//! `[telegram]`: the bot token, who is heard, the Bot API server, and the adapter built from
-//! them.
+//! `[telegram]`: the bot token, who is heard, the Bot API server, how updates come in (long
+//! polling or a webhook), and the adapter built from them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +28,33 @@ pub struct TelegramConfig {
     pub api_url: String,
     /// Long-poll timeout of getUpdates.
     pub poll_timeout_secs: u32,
+    /// How updates come in: `polling` (getUpdates; works behind NAT, one process per bot) or
+    /// `webhook` (Telegram POSTs them to `webhook_url`). Env: `TELEGRAM_MODE`.
+    pub mode: TelegramMode,
+    /// Webhook mode: the public URL Telegram POSTs updates to, e.g.
+    /// `https://bot.example.com/telegram`. HTTPS on port 443, 80, 88 or 8443 (Telegram's
+    /// rule); plain http only for a loopback host (tests, a local Bot API server). Its path is
+    /// the path served on `webhook_listen`. Env: `TELEGRAM_WEBHOOK_URL`.
+    pub webhook_url: String,
+    /// Webhook mode: the address the listener binds, usually behind a reverse proxy that
+    /// terminates TLS for `webhook_url`. Env: `TELEGRAM_WEBHOOK_LISTEN`.
+    pub webhook_listen: String,
+    /// Webhook mode: the secret Telegram sends back in `X-Telegram-Bot-Api-Secret-Token` with
+    /// every update (1-256 of `A-Z a-z 0-9 _ -`); requests without it are refused. Empty: a
+    /// random one per process start (fine for one process; several processes behind one load
+    /// balancer need the same configured secret). Env: `TELEGRAM_WEBHOOK_SECRET`.
+    pub webhook_secret: Secret,
+}
+
+/// How the Telegram adapter receives updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelegramMode {
+    /// Long polling with getUpdates.
+    #[default]
+    Polling,
+    /// Telegram POSTs updates to `webhook_url`.
+    Webhook,
 }
 
 impl Default for TelegramConfig {
@@ -39,6 +66,10 @@ impl Default for TelegramConfig {
             operators: Vec::new(),
             api_url: "https://api.telegram.org".into(),
             poll_timeout_secs: 30,
+            mode: TelegramMode::Polling,
+            webhook_url: String::new(),
+            webhook_listen: "127.0.0.1:8443".into(),
+            webhook_secret: Secret::default(),
         }
     }
 }
@@ -65,7 +96,7 @@ impl PlatformSection for TelegramConfig {
     }
 
     fn secrets(&self) -> Vec<&str> {
-        vec![self.bot_token.expose()]
+        vec![self.bot_token.expose(), self.webhook_secret.expose()]
     }
 
     fn overlay(&mut self, env: &dyn EnvSource) -> Result<(), ConfigError> {
@@ -92,6 +123,27 @@ impl PlatformSection for TelegramConfig {
         if let Some(v) = env.var("TELEGRAM_API_URL") {
             self.api_url = v.trim().trim_end_matches('/').to_owned();
         }
+        if let Some(v) = env.var("TELEGRAM_MODE") {
+            self.mode = match v.trim() {
+                "polling" => TelegramMode::Polling,
+                "webhook" => TelegramMode::Webhook,
+                other => {
+                    return Err(ConfigError::env(
+                        "TELEGRAM_MODE",
+                        format!("`{other}` is not a mode (\"polling\" or \"webhook\")"),
+                    ));
+                }
+            };
+        }
+        if let Some(v) = env.var("TELEGRAM_WEBHOOK_URL") {
+            self.webhook_url = v.trim().to_owned();
+        }
+        if let Some(v) = env.var("TELEGRAM_WEBHOOK_LISTEN") {
+            self.webhook_listen = v.trim().to_owned();
+        }
+        if let Some(v) = env.var("TELEGRAM_WEBHOOK_SECRET") {
+            self.webhook_secret = Secret::new(v.trim());
+        }
         Ok(())
     }
 
@@ -102,6 +154,37 @@ impl PlatformSection for TelegramConfig {
             return bad(
                 "telegram.poll_timeout_secs",
                 "must be at most 50 (Telegram caps long polls)".into(),
+            );
+        }
+        if self.webhook_listen.parse::<std::net::SocketAddr>().is_err() {
+            return bad(
+                "telegram.webhook_listen",
+                format!(
+                    "`{}` is not an address with a port (for example \"127.0.0.1:8443\")",
+                    self.webhook_listen
+                ),
+            );
+        }
+        if self.mode == TelegramMode::Webhook && self.webhook_url.trim().is_empty() {
+            return bad(
+                "telegram.webhook_url",
+                "webhook mode needs the public HTTPS URL Telegram should POST updates to (for example \"https://bot.example.com/telegram\")".into(),
+            );
+        }
+        if !self.webhook_url.trim().is_empty() {
+            check_webhook_url(&self.webhook_url).or_else(|p| bad("telegram.webhook_url", p))?;
+        }
+        let secret = self.webhook_secret.expose();
+        if !secret.is_empty()
+            && (secret.len() > 256
+                || !secret
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            // The value itself is never echoed.
+            return bad(
+                "telegram.webhook_secret",
+                "must be 1-256 characters of A-Z, a-z, 0-9, `_` and `-` (Telegram's rule)".into(),
             );
         }
         for (key, ids) in [
@@ -122,7 +205,11 @@ impl PlatformSection for TelegramConfig {
 
     fn summary(&self) -> String {
         if self.is_active() {
-            format!("on, {} allowed user(s)", self.allowed_users.len())
+            let mode = match self.mode {
+                TelegramMode::Polling => "polling",
+                TelegramMode::Webhook => "webhook",
+            };
+            format!("on, {mode}, {} allowed user(s)", self.allowed_users.len())
         } else {
             "off (set TELEGRAM_BOT_TOKEN)".to_owned()
         }
@@ -142,15 +229,89 @@ impl PlatformSection for TelegramConfig {
                 .api_url
                 .parse()
                 .map_err(|e| format!("telegram.api_url: {e}"))?;
+            let webhook = match self.mode {
+                TelegramMode::Polling => None,
+                TelegramMode::Webhook => Some(hermes_telegram::WebhookSettings {
+                    url: self
+                        .webhook_url
+                        .trim()
+                        .parse()
+                        .map_err(|e| format!("telegram.webhook_url: {e}"))?,
+                    listen: self
+                        .webhook_listen
+                        .parse()
+                        .map_err(|e| format!("telegram.webhook_listen: {e}"))?,
+                    secret: (!self.webhook_secret.is_empty())
+                        .then(|| self.webhook_secret.expose().to_owned()),
+                }),
+            };
             Ok(Arc::new(hermes_telegram::TelegramAdapter::new(
                 hermes_telegram::TelegramSettings {
                     token: self.bot_token.expose().to_owned(),
                     api_url,
                     poll_timeout_secs: self.poll_timeout_secs,
+                    webhook,
                 },
             )))
         }
         #[cfg(not(feature = "telegram"))]
         Err(super::left_out("telegram", "TELEGRAM_BOT_TOKEN"))
+    }
+}
+
+/// A URL Telegram can deliver webhooks to, or what is wrong with it: HTTPS on one of the ports
+/// Telegram allows, or plain http to a loopback host (tests, a local Bot API server).
+fn check_webhook_url(value: &str) -> Result<(), String> {
+    let url =
+        reqwest::Url::parse(value.trim()).map_err(|e| format!("`{value}` is not a URL: {e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => return Err(format!("`{value}` has no host")),
+    };
+    if url.fragment().is_some() || url.query().is_some() {
+        return Err(format!("`{value}` must not have a query or a fragment"));
+    }
+    match url.scheme() {
+        "https" if loopback => Ok(()),
+        "https" => match url.port_or_known_default() {
+            Some(443 | 80 | 88 | 8443) => Ok(()),
+            _ => Err(format!(
+                "`{value}`: Telegram delivers webhooks only to ports 443, 80, 88 and 8443"
+            )),
+        },
+        "http" if loopback => Ok(()),
+        "http" => Err(format!(
+            "`{value}`: Telegram delivers webhooks only over HTTPS (put a TLS-terminating reverse proxy in front of webhook_listen)"
+        )),
+        _ => Err(format!("`{value}` must be an https:// URL")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_urls_must_be_https_on_telegrams_ports_unless_loopback() {
+        for good in [
+            "https://bot.example.com/telegram",
+            "https://bot.example.com:8443/hook",
+            "http://127.0.0.1:9000/telegram",
+            "http://localhost:9000/",
+        ] {
+            assert_eq!(check_webhook_url(good), Ok(()), "{good}");
+        }
+        for (bad, says) in [
+            ("http://bot.example.com/telegram", "only over HTTPS"),
+            ("https://bot.example.com:9443/telegram", "ports 443"),
+            ("ftp://127.0.0.1/x", "https://"),
+            ("bot.example.com/telegram", "not a URL"),
+            ("https://bot.example.com/t?x=1", "query"),
+        ] {
+            let err = check_webhook_url(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

@@ -20,6 +20,7 @@ use super::html::{utf16_len, visible_text};
 use crate::support::http::{ConnCtl, parse_multipart, parse_pairs, pct_decode};
 
 const CONFLICT: &str = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+const WEBHOOK_ACTIVE: &str = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
 const DEFAULT_EXCLUDED: &[&str] = &["chat_member", "message_reaction", "message_reaction_count"];
 
 pub(super) struct StoredMsg {
@@ -55,6 +56,9 @@ pub(super) struct St {
     pub(super) answers: Vec<CallbackAnswer>,
     pub(super) sent_files: Vec<SentFile>,
     pub(super) commands: Value,
+    /// What `setWebhook` registered (`webhook.rs`), and the POSTs made to it.
+    pub(super) webhook: Option<super::webhook::Webhook>,
+    pub(super) webhook_posts: Vec<super::webhook::WebhookPost>,
 }
 
 pub(super) struct Inner {
@@ -459,9 +463,12 @@ impl St {
                 "username": BOT_USERNAME, "can_join_groups": true,
                 "can_read_all_group_messages": false, "supports_inline_queries": false,
                 "can_connect_to_business": false, "has_main_web_app": false})),
-            "getwebhookinfo" => Ok(json!({"url": "", "has_custom_certificate": false,
-                "pending_update_count": self.pending.len()})),
-            "deletewebhook" | "setwebhook" => {
+            "getwebhookinfo" => Ok(self.webhook_info()),
+            "setwebhook" => self
+                .set_webhook(p)
+                .map_err(|(code, d)| ApiErr(code, d, None)),
+            "deletewebhook" => {
+                self.webhook = None;
                 if p_bool(p, "drop_pending_updates") {
                     let last = self.pending.back().and_then(|u| u["update_id"].as_i64());
                     self.confirm(last.map_or(0, |id| id + 1));
@@ -699,6 +706,9 @@ async fn get_updates(inner: &Inner, p: &Value) -> ApiResult {
     let deadline = tokio::time::Instant::now() + timeout;
     let my_gen = {
         let mut st = inner.st.lock().unwrap_or_else(|e| e.into_inner());
+        if st.webhook.is_some() {
+            return Err(ApiErr(409, WEBHOOK_ACTIVE.into(), None));
+        }
         if let Some(list) = p.get("allowed_updates").and_then(Value::as_array) {
             let list: Vec<String> = list
                 .iter()

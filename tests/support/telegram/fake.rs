@@ -1,7 +1,8 @@
 //! Fake Telegram Bot API server (axum) for integration tests: long-polling `getUpdates`,
 //! message sending with Telegram's formatting/length checks, files, and injectable faults
 //! (429 retry_after, 409 conflict, can't-parse-entities, 5xx, dropped connections, delays).
-//! The method implementations live in `api`, the formatting parser in `html`.
+//! The method implementations live in `api`, the formatting parser in `html`, webhook
+//! registration and delivery in `webhook`.
 //!
 //! Deviations from the real server, on purpose: `getUpdates` ignores update kinds outside
 //! `allowed_updates` at delivery time (the real server filters when updates are created);
@@ -154,7 +155,7 @@ impl FakeTelegram {
         FakeTelegram { inner, port }
     }
 
-    fn st(&self) -> MutexGuard<'_, St> {
+    pub(super) fn st(&self) -> MutexGuard<'_, St> {
         self.inner.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -453,7 +454,7 @@ impl FakeTelegram {
         )
     }
 
-    async fn wait<T>(
+    pub(super) async fn wait<T>(
         &self,
         timeout: Duration,
         what: &str,

@@ -1,9 +1,11 @@
 //! The fake Telegram Bot API: the server handle tests drive (`fake`), the Bot API methods and
-//! their checks (`api`), and Telegram's formatting parser (`html`).
+//! their checks (`api`), Telegram's formatting parser (`html`), and webhook registration and
+//! delivery (`webhook`).
 
 mod api;
 mod fake;
 mod html;
+mod webhook;
 
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
@@ -15,3 +17,5 @@ pub use fake::{
 };
 #[allow(unused_imports)]
 pub use html::{utf16_len, visible_text};
+#[allow(unused_imports)]
+pub use webhook::{SECRET_HEADER, Webhook, WebhookPost};
