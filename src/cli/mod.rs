@@ -7,6 +7,7 @@ mod gateway;
 mod guard;
 mod mcp;
 mod mcp_serve;
+mod pairing;
 mod service;
 mod sessions;
 mod skills;
@@ -24,6 +25,7 @@ use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
 pub use cron::CronAction;
 pub use guard::guard_process;
+pub use pairing::PairingAction;
 pub use service::ServiceAction;
 pub use sessions::SessionsAction;
 pub use skills::SkillsAction;
@@ -91,6 +93,11 @@ pub enum Command {
         #[command(subcommand)]
         action: mcp::McpAction,
     },
+    /// DM pairing: list waiting codes and approved people, approve a code, revoke a person.
+    Pairing {
+        #[command(subcommand)]
+        action: PairingAction,
+    },
     /// The database: copy the SQLite store into PostgreSQL (`migrate --to postgres`).
     Store {
         #[command(subcommand)]
@@ -129,6 +136,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Chat => match load(cli.config.as_deref()) {
             Ok(config) => chat::chat(config).await,
+            Err(code) => code,
+        },
+        Command::Pairing { action } => match load(cli.config.as_deref()) {
+            Ok(config) => pairing::pairing(config, action).await,
             Err(code) => code,
         },
         Command::Store { action } => match load(cli.config.as_deref()) {

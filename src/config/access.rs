@@ -16,6 +16,9 @@ pub struct AccessConfig {
     /// Operators as `platform:id` (`telegram:123`, `email:ops@example.com`,
     /// `matrix:@me:example.org`). Env: `HERMES_OPERATORS` (comma-separated).
     pub operators: Vec<String>,
+    /// DM pairing: a stranger who writes to the bot in a direct chat gets a one-time code (no
+    /// model call), which an operator approves with `hermes pairing approve <platform> <code>`.
+    pub pairing: bool,
 }
 
 impl AccessConfig {

@@ -21,7 +21,7 @@
 mod adapters;
 mod cron;
 mod dashboard;
-mod intake;
+pub(crate) mod intake;
 mod lanes;
 mod mcp_serve;
 mod ops;

@@ -24,4 +24,8 @@ pub trait Settings: Send + Sync {
     async fn increment_setting(&self, scope: &str, name: &str) -> Result<i64>;
 
     async fn delete_setting(&self, scope: &str, name: &str) -> Result<()>;
+
+    /// Every setting of `scope` as `(name, value)`, by name (small scopes: pairing codes,
+    /// approved people).
+    async fn settings_in(&self, scope: &str) -> Result<Vec<(String, String)>>;
 }

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use hermes_adapter::{Message, SessionKey, Trigger};
+use hermes_adapter::{ChatKind, Message, Platform, SessionKey, Trigger};
 
-use super::commands;
+use super::{commands, pairing};
 use crate::gateway::lanes::shares::Pace;
 use crate::gateway::outbound::replies::replies;
 use crate::gateway::{Reply, Shared};
-use crate::policy::Answer;
+use crate::policy::{Answer, Role};
 use crate::store::{InboxOutcome, InboxRow};
 
 const BATCH: usize = 100;
@@ -65,9 +65,12 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
             tracing::error!(error = %e, "cannot update the inbox");
         }
     };
-    let Some(role) = shared.authz().role(msg.platform, &msg.sender.id) else {
-        tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "ignoring a message from a user who is not allowed");
-        return ignore(InboxOutcome::Unauthorized).await;
+    let role = match shared.authz().role(msg.platform, &msg.sender.id) {
+        Some(role) => role,
+        None => match stranger(shared, &row).await {
+            Some(role) => role,
+            None => return,
+        },
     };
     if msg.sender.is_bot {
         return ignore(InboxOutcome::NotAddressed).await;
@@ -121,6 +124,61 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         .pool
         .notify(shared, &key, row.id, Some((&msg.sender.id, interrupt)))
         .await;
+}
+
+/// A message from someone no list allows: served as a user if they were paired, offered a
+/// pairing code if pairing is on and they wrote in a direct chat, ignored otherwise (`None`:
+/// the row is finished here).
+async fn stranger(shared: &Arc<Shared>, row: &InboxRow) -> Option<Role> {
+    let msg = &row.message;
+    let pairs = shared.config().access.pairing
+        && msg.chat.kind == ChatKind::Direct
+        && !msg.sender.is_bot
+        && matches!(
+            msg.platform,
+            Platform::Telegram | Platform::Discord | Platform::Slack | Platform::Matrix
+        );
+    let settings = shared.store.settings();
+    if pairs {
+        match pairing::is_approved(&*settings, msg.platform, &msg.sender.id).await {
+            Ok(true) => return Some(Role::User),
+            Ok(false) => {}
+            Err(e) => tracing::error!(error = %e, "cannot read the pairings"),
+        }
+    }
+    tracing::debug!(platform = %msg.platform, user = %msg.sender.id, chat = %msg.chat.id, "a message from a user who is not allowed");
+    let offer = if pairs {
+        pairing::request(
+            &*settings,
+            msg.platform,
+            &msg.sender.id,
+            &msg.sender.display_name,
+        )
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "cannot store a pairing request");
+            None
+        })
+    } else {
+        None
+    };
+    match offer {
+        Some(text) => {
+            tracing::info!(platform = %msg.platform, user = %msg.sender.id, "pairing code offered");
+            let key = format!("pairing:{}", row.id);
+            answer_at_once(shared, row, &text, &key, InboxOutcome::Unauthorized).await;
+        }
+        None => {
+            if let Err(e) = shared
+                .store
+                .inbox_ignore(row.id, InboxOutcome::Unauthorized)
+                .await
+            {
+                tracing::error!(error = %e, "cannot update the inbox");
+            }
+        }
+    }
+    None
 }
 
 /// Answer `row` without a turn (a command, a refusal) and finish it as `outcome`.

@@ -61,4 +61,15 @@ impl Settings for PgStore {
         .await?;
         Ok(())
     }
+
+    async fn settings_in(&self, scope: &str) -> Result<Vec<(String, String)>> {
+        let c = self.client().await?;
+        let rows = c
+            .query(
+                "SELECT name, value FROM settings WHERE scope = $1 ORDER BY name",
+                &[&scope],
+            )
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
 }

@@ -65,4 +65,18 @@ impl Settings for SqliteStore {
         })
         .await
     }
+
+    async fn settings_in(&self, scope: &str) -> Result<Vec<(String, String)>> {
+        let scope = scope.to_owned();
+        self.call(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT name, value FROM settings WHERE scope = ?1 ORDER BY name",
+            )?;
+            let rows = stmt
+                .query_map([scope], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
+        })
+        .await
+    }
 }

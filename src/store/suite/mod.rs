@@ -36,6 +36,7 @@ macro_rules! store_suite {
             search::a_session_knows_the_chat_it_is_held_in,
             settings::settings_are_set_replaced_and_deleted,
             settings::counters_start_at_one_and_count_up,
+            settings::a_scope_lists_its_settings_by_name,
             retention::old_finished_rows_go_the_newest_and_open_ones_stay,
         );
     };

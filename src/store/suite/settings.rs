@@ -32,3 +32,14 @@ pub(crate) async fn counters_start_at_one_and_count_up(store: Store) {
         Some("2")
     );
 }
+
+pub(crate) async fn a_scope_lists_its_settings_by_name(store: Store) {
+    store.set_setting("pairs", "b", "2").await.unwrap();
+    store.set_setting("pairs", "a", "1").await.unwrap();
+    store.set_setting("other", "c", "3").await.unwrap();
+    assert_eq!(
+        store.settings_in("pairs").await.unwrap(),
+        [("a".into(), "1".into()), ("b".into(), "2".into())]
+    );
+    assert!(store.settings_in("none").await.unwrap().is_empty());
+}
