@@ -99,7 +99,7 @@ async fn strangers_in_groups_or_with_pairing_off_get_nothing() {
     w.tg.private_text(STRANGER, "Sam", "hello?");
     w.tg.push_update(json!({"message": {
         "message_id": 9, "date": 1_700_000_000,
-        "chat": {"id": -100_42, "type": "group", "title": "G"},
+        "chat": {"id": -10042, "type": "group", "title": "G"},
         "from": {"id": STRANGER + 1, "is_bot": false, "first_name": "Gus"},
         "text": "@test_bot hi"
     }}));
