@@ -148,13 +148,18 @@ const MIGRATIONS: &[(i32, &str)] = &[(
 
 /// Bring the schema to the latest version.
 pub(super) async fn apply(client: &mut Client) -> Result<()> {
-    client
-        .batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        .await?;
+    // The lock first: two `CREATE TABLE IF NOT EXISTS` racing each other fail on PostgreSQL's
+    // catalog (a unique violation in pg_type), as the test of processes starting together found.
     client
         .execute("SELECT pg_advisory_lock($1)", &[&LOCK])
         .await?;
-    let result = apply_locked(client).await;
+    let result = match client
+        .batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        .await
+    {
+        Ok(()) => apply_locked(client).await,
+        Err(e) => Err(e.into()),
+    };
     client
         .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
         .await?;
