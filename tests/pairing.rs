@@ -72,10 +72,11 @@ async fn a_stranger_is_paired_by_the_operator_and_can_be_revoked() {
     let sent = w.tg.wait_sent(2, WAIT).await;
     assert_eq!(sent[1].visible_text, "echo: am I in?");
     // The approval is stored: it survives a restart.
-    daemon.kill();
+    assert!(daemon.terminate(WAIT).success());
     let _daemon = w.start().await;
     w.tg.private_text(STRANGER, "Sam", "still there?");
-    w.tg.wait_sent(3, WAIT).await;
+    let sent = w.tg.wait_sent(3, WAIT).await;
+    assert_eq!(sent[2].visible_text, "echo: still there?");
     assert_eq!(w.llm.requests().len(), 2);
 
     let revoked = cli(

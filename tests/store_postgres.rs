@@ -17,12 +17,28 @@ async fn the_daemon_answers_from_postgres_and_remembers_across_a_restart() {
     let mut daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "my locker code is 4711");
     w.tg.wait_sent(1, WAIT).await;
+    let db = support::postgres::connect(&url).await;
+    // The reply reaches Telegram just before the daemon records it as sent: wait for that, or
+    // the restarted daemon would rightly send it again.
+    let deadline = std::time::Instant::now() + WAIT;
+    while db
+        .query_one("SELECT COUNT(*) FROM outbox WHERE status = 'sent'", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reply was never recorded as sent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     daemon.kill();
     assert!(
         !w.home.path().join("hermes.db").exists(),
         "nothing went to SQLite"
     );
-    let db = support::postgres::connect(&url).await;
     let count = |sql: &'static str| {
         let db = &db;
         async move { db.query_one(sql, &[]).await.unwrap().get::<_, i64>(0) }
@@ -40,6 +56,7 @@ async fn the_daemon_answers_from_postgres_and_remembers_across_a_restart() {
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "what is my locker code?");
     w.tg.wait_sent(2, WAIT).await;
+    assert_eq!(w.llm.requests().len(), 2);
     let req = w.llm.requests().pop().unwrap();
     let history: Vec<String> = req.messages().iter().map(|m| m.to_string()).collect();
     assert!(
@@ -56,7 +73,8 @@ async fn a_sqlite_store_is_copied_verified_and_continued_on_postgres() {
     w.tg.wait_sent(1, WAIT).await;
     w.tg.private_text(ALICE, "Alice", "/permissions safe");
     w.tg.wait_sent(2, WAIT).await;
-    daemon.kill();
+    // Stopped as an operator would before migrating: what is in flight is finished first.
+    assert!(daemon.terminate(WAIT).success());
 
     let url = support::postgres::fresh_database().await;
     let migrate = |url: &str| {
@@ -82,12 +100,24 @@ async fn a_sqlite_store_is_copied_verified_and_continued_on_postgres() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 
+    let db = support::postgres::connect(&url).await;
+    let sent: i64 = db
+        .query_one("SELECT COUNT(*) FROM outbox WHERE status = 'sent'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        sent, 2,
+        "both replies were recorded as sent before the copy"
+    );
     // The daemon on PostgreSQL goes on with the same conversation, level and ids.
     w.set_env("HERMES_DATABASE_URL", &url);
     let _daemon = w.start().await;
     w.tg.private_text(ALICE, "Alice", "which door?");
     w.tg.wait_sent(3, WAIT).await;
+    assert_eq!(w.llm.requests().len(), 2);
     let req = w.llm.requests().pop().unwrap();
+    assert!(req.last_user_text().unwrap().contains("which door?"));
     let history: Vec<String> = req.messages().iter().map(|m| m.to_string()).collect();
     assert!(
         history.iter().any(|m| m.contains("remember the blue door")),
