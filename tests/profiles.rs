@@ -72,6 +72,18 @@ async fn two_platforms_reach_the_model_with_their_profiles_and_profile_switches_
     assert!(slack.tool_names().contains(&"write_file".to_owned()));
     assert!(!slack.tool_names().contains(&"web_fetch".to_owned()));
 
+    // The turns are recorded with the model that answered them (usage and cost per model).
+    let db = rusqlite::Connection::open(sw.w.home.path().join("hermes.db")).unwrap();
+    let mut models: Vec<String> = db
+        .prepare("SELECT model FROM turns")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    models.sort();
+    assert_eq!(models, ["analyst-model", "coder-model"]);
+
     // `/profile` lists them; `/profile coder` switches Alice's Telegram chat.
     sw.w.tg.private_text(ALICE, "Alice", "/profile");
     let sent = sw.w.tg.wait_sent(2, WAIT).await;

@@ -39,6 +39,8 @@ pub struct TurnReport {
     pub tool_rounds: u32,
     /// Names of the tools this run called, in order, repeated as called.
     pub tools_called: Vec<String>,
+    /// The model it called: the session's (`/model`), its profile's, or the configured one.
+    pub model: String,
 }
 
 impl TurnReport {
@@ -50,6 +52,7 @@ impl TurnReport {
             iterations: 0,
             tool_rounds: 0,
             tools_called: Vec::new(),
+            model: String::new(),
         }
     }
 
@@ -60,6 +63,7 @@ impl TurnReport {
         self.tool_rounds += next.tool_rounds;
         self.tools_called.extend(next.tools_called);
         self.outcome = next.outcome;
+        self.model = next.model;
         self
     }
 

@@ -153,6 +153,7 @@ impl Run<'_> {
             iterations: iteration + self.extra_iterations,
             tool_rounds,
             tools_called,
+            model: self.model.clone(),
         })
     }
 }

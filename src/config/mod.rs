@@ -28,6 +28,7 @@ mod tool_apis;
 mod tools;
 mod transcription;
 mod validate;
+pub use validate::host_and_port;
 
 use std::path::{Path, PathBuf};
 

@@ -289,18 +289,9 @@ impl FinanceConfig {
     }
 }
 
-/// The host (and port) of a URL, for summaries.
+/// The host (and port) of a URL, for summaries (never its path or credentials).
 fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| {
-            let host = u.host_str()?.to_owned();
-            Some(match u.port() {
-                Some(p) => format!("{host}:{p}"),
-                None => host,
-            })
-        })
-        .unwrap_or_else(|| url.to_owned())
+    super::host_and_port(url).unwrap_or_else(|| "(an unreadable URL)".to_owned())
 }
 
 #[cfg(test)]

@@ -46,3 +46,14 @@ pub(super) fn check_http_url(value: &str) -> Result<(), String> {
         Err(e) => Err(format!("`{value}` is not a URL: {e}")),
     }
 }
+
+/// `host` or `host:port` of a URL: what summaries and metrics name an endpoint by (no path,
+/// no credentials); `None` when it is not a URL with a host.
+pub fn host_and_port(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    let host = u.host_str()?.to_owned();
+    Some(match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    })
+}

@@ -130,16 +130,7 @@ pub fn snapshot() -> Vec<LimitStatus> {
 
 /// The host (and port) of a base URL: no path, no credentials.
 fn endpoint_name(base_url: &str) -> String {
-    url::Url::parse(base_url)
-        .ok()
-        .and_then(|u| {
-            let host = u.host_str()?.to_owned();
-            Some(match u.port() {
-                Some(p) => format!("{host}:{p}"),
-                None => host,
-            })
-        })
-        .unwrap_or_else(|| "provider".into())
+    crate::config::host_and_port(base_url).unwrap_or_else(|| "provider".into())
 }
 
 impl Limiter {

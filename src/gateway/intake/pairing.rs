@@ -290,6 +290,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_expired_code_approves_nobody_and_is_forgotten() {
+        let store = crate::store::Store::open_in_memory().unwrap();
+        let s = store.settings();
+        let old = Pending {
+            platform: Platform::Telegram,
+            user: "7".into(),
+            name: "Old".into(),
+            expires_at: now_millis() - 1,
+        };
+        let key = hash(Platform::Telegram, "ABCD2345");
+        let record = serde_json::to_string(&old).unwrap();
+        s.set_setting(PENDING, &key, &record).await.unwrap();
+        let refused = approve(&*s, Platform::Telegram, "ABCD2345").await.unwrap();
+        assert!(refused.unwrap_err().contains("expired"));
+        assert!(
+            !is_approved(&*s, Platform::Telegram, &UserId::from("7"))
+                .await
+                .unwrap()
+        );
+        assert!(pending(&*s).await.unwrap().is_empty());
+        assert!(s.settings_in(PENDING).await.unwrap().is_empty(), "purged");
+    }
+
+    #[tokio::test]
     async fn at_most_three_codes_wait_per_platform() {
         let store = crate::store::Store::open_in_memory().unwrap();
         let s = store.settings();

@@ -200,6 +200,7 @@ impl<'a> Turn<'a> {
             iterations,
             tool_rounds,
             tools_called,
+            model,
         } = report;
         let answered = matches!(
             outcome,
@@ -209,10 +210,9 @@ impl<'a> Turn<'a> {
             started_at: self.started_at,
             iterations,
             usage,
-            model: self
-                .session
-                .model
-                .clone()
+            // A turn cut short before its loop (plan mode's empty start) names no model.
+            model: Some(model)
+                .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| self.now.agent.model().to_owned()),
             outcome: InboxOutcome::Replied,
         };
