@@ -55,7 +55,9 @@ pub use policy::PolicyConfig;
 pub use profiles::{AgentMode, Profile, Profiles};
 pub use sandbox::{DockerConfig, SandboxBackend, SandboxConfig, SshConfig};
 pub use secret::{Secret, names_a_credential};
-pub use service::{AdminConfig, RetentionConfig, StoreBackend, StoreConfig, Synchronous};
+pub use service::{
+    AdminConfig, LeasesConfig, RetentionConfig, StoreBackend, StoreConfig, Synchronous,
+};
 pub use sessions::{ResetMode, ResetOverride, ResetPolicy, SessionsConfig};
 pub use tool_apis::{
     FinanceConfig, FinanceProvider, MAX_SEARCH_RESULTS, WebSearchConfig, WebSearchProvider,
@@ -95,6 +97,7 @@ pub struct Config {
     pub api: ApiConfig,
     pub admin: AdminConfig,
     pub store: StoreConfig,
+    pub leases: LeasesConfig,
     pub retention: RetentionConfig,
 }
 

@@ -63,6 +63,30 @@ impl Default for StoreConfig {
     }
 }
 
+/// `[leases]`: how the processes sharing a PostgreSQL store hand roles over.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LeasesConfig {
+    /// A process that stopped beating this long ago is gone: another takes its receiving
+    /// roles, its sessions and the rows it claimed. It beats every third of this.
+    pub takeover_secs: f64,
+}
+
+impl Default for LeasesConfig {
+    fn default() -> Self {
+        LeasesConfig {
+            takeover_secs: 15.0,
+        }
+    }
+}
+
+impl LeasesConfig {
+    /// The takeover time in milliseconds (at least one second).
+    pub fn takeover_ms(&self) -> i64 {
+        (self.takeover_secs.clamp(1.0, 3600.0) * 1000.0) as i64
+    }
+}
+
 /// Which database holds the state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -19,6 +19,7 @@
 //! for the next start.
 
 mod adapters;
+mod cluster;
 mod cron;
 mod dashboard;
 pub(crate) mod intake;
@@ -105,6 +106,8 @@ pub(crate) struct Shared {
     pub hard_stop: CancellationToken,
     /// The MCP servers (they outlive reloads; the agents in force share them).
     pub mcp: Arc<crate::mcp::McpHub>,
+    /// This process in its deployment (alone on SQLite).
+    pub cluster: Arc<cluster::Cluster>,
 }
 
 /// The running daemon.
@@ -135,6 +138,7 @@ impl Gateway {
         ops::notify::status("starting");
         let mcp = crate::mcp::McpHub::new(&config.mcp, &config.home);
         let agent = agent.with_mcp(mcp.clone());
+        let cluster = Arc::new(cluster::Cluster::new(&store, config.leases.takeover_ms()));
         let shared = Arc::new(Shared {
             adapters: RwLock::new(adapters.into_iter().map(|a| (a.platform(), a)).collect()),
             in_force: RwLock::new(Arc::new(InForce {
@@ -157,6 +161,7 @@ impl Gateway {
             draining: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             mcp,
+            cluster,
         });
         let policy = SupervisorPolicy {
             silence_limit: std::time::Duration::from_secs(
@@ -200,6 +205,10 @@ impl Gateway {
             sandbox::reap(&shared, "left by an earlier run"),
         )
         .await;
+        // Registered before any role is taken, and beating until everything else stopped.
+        cluster::join(&shared).await;
+        let beat_stop = CancellationToken::new();
+        let beat = tokio::spawn(cluster::run(shared.clone(), beat_stop.clone()));
         let mut supervisors = adapters::supervisor::Supervisors::new(policy);
         for adapter in shared.adapters_all() {
             supervisors.start(&shared, adapter);
@@ -265,6 +274,8 @@ impl Gateway {
         let _ = pump.await;
         let flush_deadline = deadline.max(tokio::time::Instant::now() + Duration::from_secs(2));
         outbound::pump::flush(&shared, flush_deadline).await;
+        beat_stop.cancel();
+        let _ = beat.await;
         sandbox::stop(&shared).await;
         shared.mcp.stop().await;
         if let Some(admin) = admin {

@@ -118,8 +118,10 @@ pub trait Inbox: Send + Sync {
     /// in the inbox.
     async fn inbox_insert(&self, msg: &Message) -> Result<Option<i64>>;
 
-    /// Rows still `new` with an id above `after`, oldest first.
-    async fn inbox_new(&self, after: i64, limit: usize) -> Result<Vec<InboxRow>>;
+    /// Rows still `new` for process `me` to route, oldest first: with one process, those with
+    /// an id above its cursor `after`; on a shared store, rows nobody claimed (or whose claimer
+    /// is no longer live), claimed for `me` (each row is routed by one process).
+    async fn inbox_new(&self, me: &str, after: i64, limit: usize) -> Result<Vec<InboxRow>>;
 
     /// Hand a row to its session lane.
     async fn inbox_queue(&self, id: i64, key: &SessionKey) -> Result<()>;

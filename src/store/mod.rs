@@ -5,7 +5,9 @@
 //! show, written once.
 
 mod cron;
+pub mod fence;
 mod inbox;
+mod leases;
 mod maintenance;
 mod outbox;
 #[cfg(feature = "postgres")]
@@ -22,6 +24,7 @@ use std::sync::Arc;
 
 pub use cron::{CronJob, CronRun, CronStore, JobOrigin};
 pub use inbox::{Inbox, InboxOutcome, InboxRow, InboxStatus};
+pub use leases::{Beat, Held, Leases, ProcessInfo, ProcessRow, receive_lease, session_lease};
 pub use maintenance::{Maintenance, Pruned};
 pub use outbox::{Outbox, OutboxRow, OutboxStats};
 #[cfg(feature = "postgres")]
@@ -51,6 +54,10 @@ pub enum StoreError {
     /// A group of writes could not be committed (disk full, I/O error): none of them is stored.
     #[error("the database could not commit: {0}")]
     Commit(String),
+    /// A write under a lease this process no longer holds (see [`fence`]): refused, nothing
+    /// stored.
+    #[error("write refused: {0}")]
+    Fenced(String),
 }
 
 impl From<serde_json::Error> for StoreError {
@@ -63,12 +70,12 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// Every role at once: what a backend implements.
 pub trait Backend:
-    Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + 'static
+    Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + Leases + 'static
 {
 }
 
 impl<T> Backend for T where
-    T: Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + 'static
+    T: Inbox + Outbox + Sessions + Settings + CronStore + Search + Maintenance + Leases + 'static
 {
 }
 
@@ -127,6 +134,10 @@ impl Store {
     }
 
     pub fn cron(&self) -> Arc<dyn CronStore> {
+        self.0.clone()
+    }
+
+    pub fn leases(&self) -> Arc<dyn Leases> {
         self.0.clone()
     }
 

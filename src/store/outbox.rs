@@ -9,6 +9,9 @@ use hermes_adapter::{Outbound, Platform};
 
 use super::Result;
 
+/// How long a claimed row is withheld from other live processes: longer than any one send.
+pub const CLAIM_MS: i64 = 90_000;
+
 /// A reply waiting to be sent.
 #[derive(Debug, Clone)]
 pub struct OutboxRow {
@@ -56,8 +59,16 @@ pub trait Outbox: Send + Sync {
     /// Queue replies for sending.
     async fn outbox_enqueue(&self, items: Vec<(Platform, Outbound)>) -> Result<()>;
 
-    /// The oldest pending row of each chat, if it is due at `now`, oldest first.
-    async fn outbox_due(&self, now: i64, limit: usize) -> Result<Vec<OutboxRow>>;
+    /// The oldest pending row of each chat, if it is due at `now`, oldest first, except the
+    /// platforms in `skip`. On a shared store the rows are claimed for process `me` (another
+    /// process takes them only once `me` is no longer live, or after [`CLAIM_MS`]).
+    async fn outbox_due(
+        &self,
+        me: &str,
+        now: i64,
+        limit: usize,
+        skip: &[Platform],
+    ) -> Result<Vec<OutboxRow>>;
 
     /// When the next chat head becomes due (milliseconds), if any row is pending.
     async fn outbox_next_due(&self) -> Result<Option<i64>>;

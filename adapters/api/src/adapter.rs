@@ -197,6 +197,13 @@ pub trait Adapter: Send + Sync + 'static {
         shutdown: CancellationToken,
     ) -> Result<(), AdapterError>;
 
+    /// Whether one process of a deployment alone may receive for this bot at a time (a long
+    /// poll, a socket, a mailbox, a device): the supervisor then holds a lease first. `false`
+    /// where the platform pushes to every process (webhooks, an HTTP API).
+    fn receives_alone(&self) -> bool {
+        true
+    }
+
     /// Send one message.
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError>;
 

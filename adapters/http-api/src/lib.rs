@@ -75,6 +75,11 @@ impl Adapter for ApiAdapter {
         Platform::Api
     }
 
+    /// Every process serves the API.
+    fn receives_alone(&self) -> bool {
+        false
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             // One answer is one response: never split.

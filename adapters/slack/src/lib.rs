@@ -152,6 +152,11 @@ impl Adapter for SlackAdapter {
         Platform::Slack
     }
 
+    /// A Socket Mode connection is one consumer; the Events API reaches every process.
+    fn receives_alone(&self) -> bool {
+        matches!(self.settings.mode, SlackMode::Socket { .. })
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             max_message_len: MAX_MESSAGE_LEN,

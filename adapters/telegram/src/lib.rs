@@ -237,6 +237,11 @@ impl Adapter for TelegramAdapter {
         Platform::Telegram
     }
 
+    /// Long polling allows one consumer; webhooks reach every process behind the balancer.
+    fn receives_alone(&self) -> bool {
+        self.webhook.is_none()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             max_message_len: MAX_MESSAGE_LEN,

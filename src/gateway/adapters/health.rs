@@ -16,6 +16,9 @@ pub enum ListenerState {
     /// Failed or went silent; waiting to restart.
     Restarting,
     Stopped,
+    /// Another process of the deployment receives for this platform; this one takes over when
+    /// that one stops beating.
+    Standby,
 }
 
 /// Health of one adapter.

@@ -62,13 +62,39 @@ impl Supervisors {
         let platform = adapter.platform();
         let sink = shared.sink_for(platform);
         let token = shared.intake.child_token();
-        let task = tokio::spawn(supervise(
-            adapter,
-            sink,
-            shared.health.clone(),
-            self.policy,
-            token.clone(),
-        ));
+        let gate =
+            crate::gateway::cluster::ReceiveGate::new(shared, platform, adapter.receives_alone());
+        let (shared_health, policy, token_run) =
+            (shared.health.clone(), self.policy, token.clone());
+        let task = tokio::spawn(async move {
+            let Some(gate) = gate else {
+                return supervise(adapter, sink, shared_health, policy, token_run).await;
+            };
+            // One process of the deployment receives; the others stand by for its lease.
+            while let Some(lease) = gate.acquire(&shared_health, &token_run).await {
+                let run_token = token_run.child_token();
+                let run = supervise(
+                    adapter.clone(),
+                    sink.clone(),
+                    shared_health.clone(),
+                    policy,
+                    run_token.clone(),
+                );
+                tokio::pin!(run);
+                tokio::select! {
+                    _ = &mut run => {
+                        gate.release(lease).await;
+                        return;
+                    }
+                    _ = gate.lost(lease) => {
+                        // Taken over while this process was paused or cut off: stop
+                        // receiving, then stand by again.
+                        run_token.cancel();
+                        run.await;
+                    }
+                }
+            }
+        });
         self.running.insert(platform, (token, task));
     }
 

@@ -347,6 +347,7 @@ async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
             ListenerState::Starting => "connecting",
             ListenerState::Restarting => "reconnecting",
             ListenerState::Stopped => "stopped",
+            ListenerState::Standby => "standby (another process receives)",
         };
         let beat = h
             .last_heartbeat

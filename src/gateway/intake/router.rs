@@ -14,6 +14,7 @@ use crate::policy::{Answer, Role};
 use crate::store::{InboxOutcome, InboxRow};
 
 const BATCH: usize = 100;
+const SHARED_BATCH: usize = 8;
 
 /// Route rows until intake stops. At start, lanes with queued rows from before a restart are
 /// woken and rows still `new` are routed.
@@ -36,7 +37,17 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     loop {
         // Register interest before reading, so a row stored during the read still wakes us.
         let signal = shared.inbox_signal.notified();
-        match shared.store.inbox_new(last, BATCH).await {
+        // On a shared store the routers of all processes claim rows: small batches spread them.
+        let batch = if shared.cluster.shared {
+            SHARED_BATCH
+        } else {
+            BATCH
+        };
+        match shared
+            .store
+            .inbox_new(&shared.cluster.me.id, last, batch)
+            .await
+        {
             Ok(rows) if !rows.is_empty() => {
                 for row in rows {
                     last = row.id;

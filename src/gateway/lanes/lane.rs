@@ -16,6 +16,7 @@ use crate::agent::TurnControl;
 use crate::config::BusyMode;
 use crate::gateway::Shared;
 use crate::gateway::outbound::replies::replies;
+use crate::store::fence::{self, Fence};
 use crate::store::{InboxOutcome, InboxRow};
 
 /// One session's lane.
@@ -124,8 +125,20 @@ fn one_author(mut rows: Vec<InboxRow>) -> Vec<InboxRow> {
     rows
 }
 
-/// The lane's loop. Ends when the session has been idle long enough or the gateway drains.
+/// The lane's loop, under the session's lease (on a shared store another process may be
+/// running this session: the lane then retires and leaves the messages to it). The lease is
+/// given back whenever the session has nothing queued, and when the lane ends.
 pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
+    let mut lease = None;
+    run_leased(&shared, &lane, &mut lease).await;
+    if let Some(fence) = lease {
+        shared.cluster.release(&shared.store, &fence).await;
+    }
+}
+
+/// The lane's loop. Ends when the session has been idle long enough, when another process runs
+/// the session, or when the gateway drains.
+async fn run_leased(shared: &Arc<Shared>, lane: &Arc<Lane>, lease: &mut Option<Fence>) {
     let idle = Duration::from_secs_f64(
         shared
             .config()
@@ -151,19 +164,39 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
             }
         };
         let Some(person) = next else {
+            if let Some(fence) = lease.take() {
+                // Nothing queued: let any process run the session's next message (and look
+                // once more, for a message queued while the lease was still held here).
+                shared.cluster.release(&shared.store, &fence).await;
+                continue;
+            }
             tokio::select! {
                 _ = lane.wake.notified() => continue,
                 _ = shared.draining.cancelled() => return,
                 _ = tokio::time::sleep(idle) => {
-                    if shared.pool.retire(&lane) {
+                    if shared.pool.retire(lane) {
                         tracing::debug!(session = %lane.key, "idle session lane retired");
-                        crate::gateway::sandbox::session_ended(&shared, &lane.key);
+                        crate::gateway::sandbox::session_ended(shared, &lane.key);
                         return;
                     }
                     continue;
                 }
             }
         };
+        if lease.is_none() {
+            match shared.cluster.take_session(&shared.store, &lane.key).await {
+                Some(fence) => *lease = Some(fence),
+                None => {
+                    // Another live process runs this session and takes its queued messages.
+                    if shared.pool.retire(lane) {
+                        tracing::debug!(session = %lane.key, "another process runs this session");
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+        }
         // The person's own slot first (they cannot hold every global slot with many threads),
         // then one of the daemon's.
         let own = tokio::select! {
@@ -205,11 +238,25 @@ pub(crate) async fn run(shared: Arc<Shared>, lane: Arc<Lane>) {
             (rows, control)
         };
         let mut retry_in = None;
-        if let Some(last) = rows.last().map(|r| r.id) {
+        if let (Some(last), Some(fence)) = (rows.last().map(|r| r.id), lease.clone()) {
             let span = tracing::info_span!("turn", session = %lane.key, inbox = last);
-            retry_in = run_turn(&shared, &lane.key, &lane.outage, rows, control)
-                .instrument(span)
-                .await;
+            let turn = run_turn(shared, &lane.key, &lane.outage, rows, control);
+            retry_in = fence::scope(fence, turn.instrument(span)).await;
+        }
+        if retry_in.is_some()
+            && let Some(fence) = lease.as_ref()
+            && !shared.cluster.holds(&shared.store, fence).await
+        {
+            // Taken over while this process was paused or cut off: its writes were refused,
+            // and the session's messages are the new holder's.
+            tracing::warn!(session = %lane.key, "the session was taken over by another process; this lane leaves it");
+            *lease = None;
+            lane.state.lock().await.control = None;
+            drop((permit, own));
+            if shared.pool.retire(lane) {
+                return;
+            }
+            continue;
         }
         lane.state.lock().await.control = None;
         drop((permit, own));

@@ -97,6 +97,7 @@ fn state_name(state: ListenerState) -> &'static str {
         ListenerState::Up => "up",
         ListenerState::Restarting => "restarting",
         ListenerState::Stopped => "stopped",
+        ListenerState::Standby => "standby",
     }
 }
 
@@ -119,7 +120,8 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
                 silent_secs: silent.as_secs(),
                 restarts: h.map_or(0, |h| h.restarts),
                 last_error: h.and_then(|h| h.last_error.clone()),
-                ready: state == ListenerState::Up && silent <= max_silence,
+                ready: state == ListenerState::Up && silent <= max_silence
+                    || state == ListenerState::Standby,
             }
         })
         .collect();

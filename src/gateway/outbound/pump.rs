@@ -62,7 +62,12 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
         if !store_failing && busy.len() < MAX_IN_FLIGHT {
             match shared
                 .store
-                .outbox_due(now_millis(), MAX_IN_FLIGHT * 2)
+                .outbox_due(
+                    &shared.cluster.me.id,
+                    now_millis(),
+                    MAX_IN_FLIGHT * 2,
+                    &shared.cluster.cannot_send(),
+                )
                 .await
             {
                 Ok(rows) => {
@@ -170,7 +175,16 @@ async fn guarded_send(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
 /// At shutdown: send what is due, one by one, until nothing is due or the deadline passes.
 pub(crate) async fn flush(shared: &Arc<Shared>, deadline: tokio::time::Instant) {
     loop {
-        let rows = match shared.store.outbox_due(now_millis(), MAX_IN_FLIGHT).await {
+        let rows = match shared
+            .store
+            .outbox_due(
+                &shared.cluster.me.id,
+                now_millis(),
+                MAX_IN_FLIGHT,
+                &shared.cluster.cannot_send(),
+            )
+            .await
+        {
             Ok(rows) if !rows.is_empty() => rows,
             _ => return,
         };

@@ -55,11 +55,14 @@ impl Inbox for PgStore {
     async fn inbox_insert(&self, msg: &Message) -> Result<Option<i64>> {
         let payload = serde_json::to_string(msg)?;
         let c = self.client().await?;
+        // Every process's router is told (at commit) that a row waits to be claimed.
         let row = c
             .query_opt(
-                "INSERT INTO inbox (platform, chat_id, message_id, payload, received_at)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (platform, chat_id, message_id) DO NOTHING RETURNING id",
+                "WITH stored AS (
+                     INSERT INTO inbox (platform, chat_id, message_id, payload, received_at)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (platform, chat_id, message_id) DO NOTHING RETURNING id)
+                 SELECT id, pg_notify('hermes_inbox', id::TEXT) FROM stored",
                 &[
                     &msg.platform.as_str(),
                     &msg.chat.id.0,
@@ -72,17 +75,27 @@ impl Inbox for PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
-    async fn inbox_new(&self, after: i64, limit: usize) -> Result<Vec<InboxRow>> {
+    async fn inbox_new(&self, me: &str, _after: i64, limit: usize) -> Result<Vec<InboxRow>> {
         let c = self.client().await?;
-        let rows = c
+        // Unclaimed rows, or rows whose claimer is gone; rows this process claimed and could
+        // not route wait for its next start (as the cursor does with one process).
+        let mut rows = c
             .query(
                 &format!(
-                    "SELECT {COLUMNS} FROM inbox WHERE status = 'new' AND id > $1
-                     ORDER BY id LIMIT $2"
+                    "UPDATE inbox SET claimed_by = $1 WHERE id IN (
+                         SELECT i.id FROM inbox i
+                          WHERE i.status = 'new'
+                            AND (i.claimed_by IS NULL
+                                 OR (i.claimed_by <> $1 AND NOT EXISTS (
+                                       SELECT 1 FROM processes p
+                                        WHERE p.id = i.claimed_by AND p.expires_at > hermes_now())))
+                          ORDER BY i.id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                     RETURNING {COLUMNS}"
                 ),
-                &[&after, &(limit as i64)],
+                &[&me, &(limit as i64)],
             )
             .await?;
+        rows.sort_by_key(|r| r.get::<_, i64>(0));
         decode_or_poison(&c, rows).await
     }
 
@@ -109,10 +122,17 @@ impl Inbox for PgStore {
 
     async fn inbox_queued_sessions(&self) -> Result<Vec<SessionKey>> {
         let c = self.client().await?;
+        // Sessions a live process is running are left to it.
         let keys = c
             .query(
-                "SELECT session_key FROM inbox WHERE status = 'queued'
-                 GROUP BY session_key ORDER BY MIN(id)",
+                &format!(
+                    "SELECT i.session_key FROM inbox i WHERE i.status = 'queued'
+                        AND NOT EXISTS (SELECT 1 FROM leases l
+                                         WHERE l.name = 'session:' || i.session_key
+                                           AND l.holder IS NOT NULL AND {})
+                      GROUP BY i.session_key ORDER BY MIN(i.id)",
+                    super::leases::HOLDER_LIVE
+                ),
                 &[],
             )
             .await?;

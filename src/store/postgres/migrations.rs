@@ -11,9 +11,10 @@ use super::{Client, Result, StoreError};
 const LOCK: i64 = 0x6865_726d_6573; // "hermes"
 
 /// The version a migration brings the schema to, and its SQL.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    8,
-    r#"
+const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        8,
+        r#"
     CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
     CREATE TABLE sessions (
@@ -144,7 +145,36 @@ const MIGRATIONS: &[(i32, &str)] = &[(
     );
     CREATE INDEX cron_runs_job ON cron_runs(job_id, id);
     "#,
-)];
+    ),
+    (
+        9,
+        r#"
+    -- Scale-out: the processes of a deployment, the leases they hold, and who claimed which
+    -- inbox and outbox rows. Times come from the database's clock, so hosts need not agree.
+    CREATE FUNCTION hermes_now() RETURNS BIGINT LANGUAGE sql VOLATILE
+        AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT $$;
+
+    CREATE TABLE processes (
+        id          TEXT PRIMARY KEY,
+        host        TEXT NOT NULL,
+        pid         BIGINT NOT NULL,
+        version     TEXT NOT NULL,
+        started_at  BIGINT NOT NULL,
+        beat_at     BIGINT NOT NULL,
+        expires_at  BIGINT NOT NULL
+    );
+    CREATE TABLE leases (
+        name    TEXT PRIMARY KEY,
+        holder  TEXT,
+        token   BIGINT NOT NULL,
+        since   BIGINT NOT NULL
+    );
+    CREATE INDEX leases_holder ON leases(holder) WHERE holder IS NOT NULL;
+    ALTER TABLE inbox ADD COLUMN claimed_by TEXT;
+    ALTER TABLE outbox ADD COLUMN claimed_by TEXT;
+    "#,
+    ),
+];
 
 /// Bring the schema to the latest version.
 pub(super) async fn apply(client: &mut Client) -> Result<()> {

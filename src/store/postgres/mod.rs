@@ -8,6 +8,10 @@ mod copy;
 pub use copy::CopyReport;
 mod cron;
 mod inbox;
+#[cfg(test)]
+mod lease_tests;
+mod leases;
+mod listen;
 mod migrations;
 mod outbox;
 mod retention;
@@ -26,6 +30,8 @@ use super::{Result, StoreError};
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Where to open the connection that listens for notifications (outside the pool).
+    config: std::sync::Arc<tokio_postgres::Config>,
 }
 
 /// A pooled connection.
@@ -50,7 +56,7 @@ impl PgStore {
             reason: format!("not a PostgreSQL URL: {e}"),
         })?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -64,7 +70,10 @@ impl PgStore {
                 path: "(postgres pool)".into(),
                 reason: e.to_string(),
             })?;
-        let store = PgStore { pool };
+        let store = PgStore {
+            pool,
+            config: std::sync::Arc::new(config),
+        };
         let mut client = store.client().await.map_err(|e| StoreError::Open {
             path: "(postgres)".into(),
             reason: e.to_string(),

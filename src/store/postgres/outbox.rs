@@ -6,6 +6,7 @@ use deadpool_postgres::GenericClient;
 use hermes_adapter::{Outbound, Platform, now_millis};
 
 use super::PgStore;
+use crate::store::outbox::CLAIM_MS;
 use crate::store::{Outbox, OutboxRow, OutboxStats, Result, StoreError};
 
 /// Insert replies (inside the caller's transaction); rows whose key exists are skipped.
@@ -49,18 +50,35 @@ impl Outbox for PgStore {
         Ok(())
     }
 
-    async fn outbox_due(&self, now: i64, limit: usize) -> Result<Vec<OutboxRow>> {
+    async fn outbox_due(
+        &self,
+        me: &str,
+        now: i64,
+        limit: usize,
+        skip: &[Platform],
+    ) -> Result<Vec<OutboxRow>> {
         let c = self.client().await?;
-        let rows = c
+        let skip: Vec<&str> = skip.iter().map(|p| p.as_str()).collect();
+        // Claimed for this process: withheld from the others while it lives (or for CLAIM_MS),
+        // so a reply is sent by one process; a dead claimer's rows are due at once.
+        let mut rows = c
             .query(
                 &format!(
-                    "SELECT o.id, o.platform, o.payload, o.attempts, o.created_at FROM outbox o
-                     WHERE o.id IN ({HEADS}) AND o.next_attempt_at <= $1
-                     ORDER BY o.id LIMIT $2"
+                    "UPDATE outbox SET claimed_by = $1, next_attempt_at = $2 + $5 WHERE id IN (
+                         SELECT o.id FROM outbox o
+                          WHERE o.id IN ({HEADS}) AND o.platform <> ALL($4)
+                            AND (o.next_attempt_at <= $2
+                                 OR (o.claimed_by IS NOT NULL AND o.claimed_by <> $1
+                                     AND NOT EXISTS (
+                                       SELECT 1 FROM processes p
+                                        WHERE p.id = o.claimed_by AND p.expires_at > hermes_now())))
+                          ORDER BY o.id LIMIT $3 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, platform, payload, attempts, created_at"
                 ),
-                &[&now, &(limit as i64)],
+                &[&me, &now, &(limit as i64), &skip, &CLAIM_MS],
             )
             .await?;
+        rows.sort_by_key(|r| r.get::<_, i64>(0));
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let (id, attempts): (i64, i32) = (r.get(0), r.get(3));
@@ -93,7 +111,8 @@ impl Outbox for PgStore {
 
     async fn outbox_mark_sent(&self, id: i64, sent_id: String) -> Result<()> {
         self.update(
-            "UPDATE outbox SET status = 'sent', sent_id = $2, sent_at = $3, last_error = NULL
+            "UPDATE outbox SET status = 'sent', sent_id = $2, sent_at = $3, last_error = NULL,
+                    claimed_by = NULL
              WHERE id = $1",
             &[&id, &sent_id, &now_millis()],
         )
@@ -102,7 +121,8 @@ impl Outbox for PgStore {
 
     async fn outbox_retry_at(&self, id: i64, at: i64, error: String) -> Result<()> {
         self.update(
-            "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3
+            "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $2, last_error = $3,
+                    claimed_by = NULL
              WHERE id = $1",
             &[&id, &at, &error],
         )
@@ -111,7 +131,8 @@ impl Outbox for PgStore {
 
     async fn outbox_defer(&self, id: i64, at: i64, reason: String) -> Result<()> {
         self.update(
-            "UPDATE outbox SET next_attempt_at = $2, last_error = $3 WHERE id = $1",
+            "UPDATE outbox SET next_attempt_at = $2, last_error = $3, claimed_by = NULL
+             WHERE id = $1",
             &[&id, &at, &reason],
         )
         .await

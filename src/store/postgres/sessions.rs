@@ -65,6 +65,23 @@ async fn create(c: &impl GenericClient, key: &SessionKey) -> Result<Option<Sessi
     }))
 }
 
+/// Inside a write's transaction: refuse it when the running task's fence (the lane's session
+/// lease) moved on. The lease row is locked until the commit, so it cannot change hands while
+/// this write lands.
+async fn fenced(tx: &impl GenericClient) -> Result<()> {
+    let Some(fence) = crate::store::fence::current() else {
+        return Ok(());
+    };
+    let token = tx
+        .query_opt(
+            "SELECT token FROM leases WHERE name = $1 AND holder IS NOT NULL FOR SHARE",
+            &[&fence.lease],
+        )
+        .await?
+        .map(|r| r.get(0));
+    crate::store::fence::check(&fence, token)
+}
+
 async fn append(
     tx: &impl GenericClient,
     session_id: i64,
@@ -141,6 +158,7 @@ impl Sessions for PgStore {
     async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
+        fenced(&tx).await?;
         for m in &msgs {
             append(&tx, session_id, m, None).await?;
         }
@@ -155,6 +173,7 @@ impl Sessions for PgStore {
     ) -> Result<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
+        fenced(&tx).await?;
         for (inbox_id, text) in &items {
             append(&tx, session_id, &ChatMessage::user(text.clone()), *inbox_id).await?;
         }
@@ -173,6 +192,7 @@ impl Sessions for PgStore {
     async fn commit_turn(&self, commit: TurnCommit) -> Result<()> {
         let mut c = self.client().await?;
         let tx = c.transaction().await?;
+        fenced(&tx).await?;
         for m in &commit.messages {
             append(&tx, commit.session_id, m, None).await?;
         }

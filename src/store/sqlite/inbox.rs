@@ -75,7 +75,7 @@ impl Inbox for SqliteStore {
         .await
     }
 
-    async fn inbox_new(&self, after: i64, limit: usize) -> Result<Vec<InboxRow>> {
+    async fn inbox_new(&self, _me: &str, after: i64, limit: usize) -> Result<Vec<InboxRow>> {
         self.call(move |c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM inbox WHERE status = 'new' AND id > ?1 ORDER BY id LIMIT ?2"

@@ -334,6 +334,9 @@ const MIGRATIONS: &[Migration] = &[
     END;
     "#,
     ),
+    // 9: nothing; PostgreSQL's version 9 adds what several processes sharing one database need
+    // (processes, leases, row claims), and a SQLite store serves one process.
+    Migration::sql(""),
 ];
 
 /// Set `owner` of every session from its key. A key that does not parse (written by hand, or by

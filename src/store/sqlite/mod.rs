@@ -13,6 +13,7 @@
 
 mod cron;
 mod inbox;
+mod leases;
 pub(super) mod migrations;
 mod outbox;
 mod retention;

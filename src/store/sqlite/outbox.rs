@@ -51,7 +51,13 @@ impl Outbox for SqliteStore {
         .await
     }
 
-    async fn outbox_due(&self, now: i64, limit: usize) -> Result<Vec<OutboxRow>> {
+    async fn outbox_due(
+        &self,
+        _me: &str,
+        now: i64,
+        limit: usize,
+        _skip: &[Platform],
+    ) -> Result<Vec<OutboxRow>> {
         self.call(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT o.id, o.platform, o.payload, o.attempts, o.created_at FROM outbox o

@@ -168,12 +168,12 @@ async fn an_unreadable_inbox_row_is_set_aside_and_the_rows_behind_it_go_on() {
         .await
         .unwrap()
         .unwrap();
-    let rows = store.inbox_new(0, 10).await.unwrap();
+    let rows = store.inbox_new("me", 0, 10).await.unwrap();
     let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
     assert_eq!(ids, [first, third]);
     assert_eq!(store.inbox_poisoned_count().await.unwrap(), 1);
     assert_eq!(
-        store.inbox_new(0, 10).await.unwrap().len(),
+        store.inbox_new("me", 0, 10).await.unwrap().len(),
         2,
         "poisoned once, not again"
     );
@@ -213,10 +213,14 @@ async fn an_unreadable_outbox_row_is_set_aside_and_its_chat_goes_on() {
         .unwrap();
     let now = hermes_adapter::now_millis() + 1;
     assert!(
-        store.outbox_due(now, 10).await.unwrap().is_empty(),
+        store
+            .outbox_due("me", now, 10, &[])
+            .await
+            .unwrap()
+            .is_empty(),
         "the bad head is set aside"
     );
-    let due = store.outbox_due(now, 10).await.unwrap();
+    let due = store.outbox_due("me", now, 10, &[]).await.unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].outbound.idempotency_key, "good");
     assert_eq!(store.outbox_stats().await.unwrap().poisoned, 1);

@@ -20,7 +20,7 @@ pub(crate) async fn inbox_deduplicates_redelivery(store: Store) {
             .unwrap()
             .is_some()
     );
-    assert_eq!(store.inbox_new(0, 10).await.unwrap().len(), 2);
+    assert_eq!(store.inbox_new("me", 0, 10).await.unwrap().len(), 2);
 }
 
 pub(crate) async fn inbox_flows_from_new_to_queued_to_done(store: Store) {
@@ -28,7 +28,7 @@ pub(crate) async fn inbox_flows_from_new_to_queued_to_done(store: Store) {
     let id = store.inbox_insert(&m).await.unwrap().unwrap();
     let key = SessionKey::for_message(&m, GroupSessions::PerUser);
     store.inbox_queue(id, &key).await.unwrap();
-    assert!(store.inbox_new(0, 10).await.unwrap().is_empty());
+    assert!(store.inbox_new("me", 0, 10).await.unwrap().is_empty());
     assert_eq!(
         store.inbox_queued_sessions().await.unwrap(),
         vec![key.clone()]
@@ -52,7 +52,7 @@ pub(crate) async fn outbox_sends_one_chat_in_order_and_chats_independently(store
     // Same key again: ignored.
     store.outbox_enqueue(vec![reply("a", "a1")]).await.unwrap();
     let now = hermes_adapter::now_millis();
-    let due = store.outbox_due(now, 10).await.unwrap();
+    let due = store.outbox_due("me", now, 10, &[]).await.unwrap();
     let keys: Vec<_> = due
         .iter()
         .map(|r| r.outbound.idempotency_key.as_str())
@@ -68,16 +68,22 @@ pub(crate) async fn outbox_sends_one_chat_in_order_and_chats_independently(store
         .outbox_mark_sent(due[1].id, "m1".into())
         .await
         .unwrap();
-    assert!(store.outbox_due(now, 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .outbox_due("me", now, 10, &[])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.outbox_next_due().await.unwrap(), Some(now + 60_000));
 
-    let later = store.outbox_due(now + 60_000, 10).await.unwrap();
+    let later = store.outbox_due("me", now + 60_000, 10, &[]).await.unwrap();
     assert_eq!(later[0].outbound.idempotency_key, "a1");
     store
         .outbox_mark_sent(later[0].id, "m2".into())
         .await
         .unwrap();
-    let next = store.outbox_due(now + 60_000, 10).await.unwrap();
+    let next = store.outbox_due("me", now + 60_000, 10, &[]).await.unwrap();
     assert_eq!(next[0].outbound.idempotency_key, "a2");
     store
         .outbox_mark_failed(next[0].id, "forbidden".into())

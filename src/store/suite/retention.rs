@@ -24,7 +24,10 @@ pub(crate) async fn old_finished_rows_go_the_newest_and_open_ones_stay(store: St
         .outbox_enqueue(vec![reply("1", "a"), reply("2", "b")])
         .await
         .unwrap();
-    let due = store.outbox_due(now_millis() + 1, 10).await.unwrap();
+    let due = store
+        .outbox_due("me", now_millis() + 1, 10, &[])
+        .await
+        .unwrap();
     store
         .outbox_mark_sent(due[0].id, "s1".into())
         .await

@@ -1,0 +1,251 @@
+//! This process as one of a deployment on a shared (PostgreSQL) store: its identity and
+//! heartbeat, the receiving roles it holds, the session leases its lanes take, and the sweep that
+//! picks up what a vanished process left (queued sessions, claimed rows). With a SQLite store
+//! the process is alone: every lease is its own and nothing here touches the store.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_adapter::{Platform, SessionKey};
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::adapters::health::{HealthBoard, ListenerState};
+use crate::store::fence::Fence;
+use crate::store::{ProcessInfo, Store, receive_lease, session_lease};
+
+/// This process in its deployment.
+pub(crate) struct Cluster {
+    pub me: ProcessInfo,
+    /// Whether the store is shared with other processes.
+    pub shared: bool,
+    /// The takeover time: a process silent this long is gone.
+    takeover: Duration,
+    /// Platforms whose receiving lease this process holds.
+    receiving: Mutex<HashSet<Platform>>,
+}
+
+impl Cluster {
+    pub fn new(store: &Store, takeover_ms: i64) -> Cluster {
+        Cluster {
+            me: ProcessInfo::current(),
+            shared: store.shared(),
+            takeover: Duration::from_millis(takeover_ms.max(1000) as u64),
+            receiving: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// How often this process beats (a third of the takeover time).
+    pub fn beat_every(&self) -> Duration {
+        self.takeover / 3
+    }
+
+    fn set_receiving(&self, platform: Platform, held: bool) {
+        let mut set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
+        if held {
+            set.insert(platform);
+        } else {
+            set.remove(&platform);
+        }
+    }
+
+    /// Platforms whose replies this process leaves to another: Matrix, unless it holds the
+    /// Matrix device (its crypto store has one writer).
+    pub fn cannot_send(&self) -> Vec<Platform> {
+        let set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shared && !set.contains(&Platform::Matrix) {
+            vec![Platform::Matrix]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Take the lease on `key`'s turns: `None` while another live process runs them.
+    pub async fn take_session(&self, store: &Store, key: &SessionKey) -> Option<Fence> {
+        let lease = session_lease(key);
+        if !self.shared {
+            return Some(Fence { lease, token: 0 });
+        }
+        match store.lease_take(&lease, &self.me.id).await {
+            Ok(Some(token)) => Some(Fence { lease, token }),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(session = %key, error = %e, "cannot take the session's lease");
+                None
+            }
+        }
+    }
+
+    /// Whether this process still holds `fence`.
+    pub async fn holds(&self, store: &Store, fence: &Fence) -> bool {
+        !self.shared
+            || store
+                .lease_held(&fence.lease, &self.me.id, fence.token)
+                .await
+                .unwrap_or(false)
+    }
+
+    /// Give a lease back.
+    pub async fn release(&self, store: &Store, fence: &Fence) {
+        if self.shared
+            && let Err(e) = store
+                .lease_release(&fence.lease, &self.me.id, fence.token)
+                .await
+        {
+            tracing::warn!(lease = %fence.lease, error = %e, "cannot give a lease back; it passes on when this process stops beating");
+        }
+    }
+}
+
+/// Register this process in the deployment (before it takes any role).
+pub(crate) async fn join(shared: &Shared) {
+    let cluster = &shared.cluster;
+    if !cluster.shared {
+        return;
+    }
+    let ttl = cluster.takeover.as_millis() as i64;
+    match shared.store.process_beat(&cluster.me, ttl).await {
+        Ok(_) => {
+            tracing::info!(process = %cluster.me.id, "joined the deployment on the shared store")
+        }
+        Err(e) => tracing::error!(error = %e, "cannot register in the shared store; retrying"),
+    }
+}
+
+/// Beat, and sweep up what vanished processes left, until `stop`; then leave the deployment
+/// (give every lease and claim back at once rather than after the takeover time).
+pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
+    let cluster = shared.cluster.clone();
+    if !cluster.shared {
+        return;
+    }
+    shared
+        .store
+        .watch_inbox(shared.inbox_signal.clone(), stop.clone());
+    let ttl = cluster.takeover.as_millis() as i64;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(cluster.beat_every()) => {}
+            _ = stop.cancelled() => break,
+        }
+        match shared.store.process_beat(&cluster.me, ttl).await {
+            Ok(beat) => {
+                if failing {
+                    tracing::info!("the shared store answers again");
+                    failing = false;
+                }
+                if beat.lapsed {
+                    tracing::warn!(process = %cluster.me.id, "this process missed its heartbeat (paused or cut off): other processes may have taken its roles and sessions; their writes from here are fenced");
+                }
+                sweep(&shared).await;
+            }
+            Err(e) => {
+                if !failing {
+                    tracing::error!(error = %e, "cannot beat in the shared store; retrying");
+                }
+                failing = true;
+            }
+        }
+    }
+    if let Err(e) = shared.store.process_leave(&cluster.me.id).await {
+        tracing::warn!(error = %e, "cannot leave the deployment; others take over when this process's heartbeat expires");
+    }
+}
+
+/// Look again at what may have been left: new rows claimed by a vanished router, replies
+/// claimed by a vanished pump, and sessions with queued messages that no live process runs.
+async fn sweep(shared: &Arc<Shared>) {
+    shared.inbox_signal.notify_one();
+    shared.outbox_signal.notify_one();
+    if shared.draining.is_cancelled() {
+        return;
+    }
+    match shared.store.inbox_queued_sessions().await {
+        Ok(keys) => {
+            for key in keys {
+                shared.pool.notify(shared, &key, 0, None).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot look for sessions left by other processes"),
+    }
+}
+
+/// The receiving lease of one platform, held around its listener by its supervisor.
+pub(crate) struct ReceiveGate {
+    cluster: Arc<Cluster>,
+    store: Store,
+    platform: Platform,
+    name: String,
+}
+
+impl ReceiveGate {
+    /// A gate for `platform`, or `None` where no lease is needed (a store of one process, or a
+    /// platform that pushes to every process).
+    pub fn new(shared: &Shared, platform: Platform, alone: bool) -> Option<ReceiveGate> {
+        (shared.cluster.shared && alone).then(|| ReceiveGate {
+            cluster: shared.cluster.clone(),
+            store: shared.store.clone(),
+            platform,
+            name: receive_lease(platform),
+        })
+    }
+
+    /// Wait until this process holds the lease; `None` at shutdown.
+    pub async fn acquire(&self, health: &HealthBoard, shutdown: &CancellationToken) -> Option<i64> {
+        let mut told = false;
+        loop {
+            match self.store.lease_take(&self.name, &self.cluster.me.id).await {
+                Ok(Some(token)) => {
+                    tracing::info!(platform = %self.platform, token, "this process receives now");
+                    self.cluster.set_receiving(self.platform, true);
+                    return Some(token);
+                }
+                Ok(None) if !told => {
+                    tracing::info!(platform = %self.platform, "another process receives; standing by to take over");
+                    health.set_state(
+                        self.platform,
+                        ListenerState::Standby,
+                        Some("another process receives".into()),
+                    );
+                    told = true;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(platform = %self.platform, error = %e, "cannot take the receiving lease")
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.cluster.beat_every()) => {}
+                _ = shutdown.cancelled() => return None,
+            }
+        }
+    }
+
+    /// Resolves when the lease with `token` is no longer this process's (taken over while this
+    /// one was paused or cut off), checked every beat.
+    pub async fn lost(&self, token: i64) {
+        loop {
+            tokio::time::sleep(self.cluster.beat_every()).await;
+            if let Ok(false) = self
+                .store
+                .lease_held(&self.name, &self.cluster.me.id, token)
+                .await
+            {
+                tracing::warn!(platform = %self.platform, "another process took over receiving; this listener stops");
+                self.cluster.set_receiving(self.platform, false);
+                return;
+            }
+        }
+    }
+
+    /// Give the lease back (the listener stopped for good).
+    pub async fn release(&self, token: i64) {
+        self.cluster.set_receiving(self.platform, false);
+        let _ = self
+            .store
+            .lease_release(&self.name, &self.cluster.me.id, token)
+            .await;
+    }
+}
