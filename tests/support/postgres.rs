@@ -50,3 +50,49 @@ pub async fn fresh_database() -> String {
     let (base, _) = url.rsplit_once('/').expect("a database in the URL");
     format!("{base}/{name}")
 }
+
+/// A PostgreSQL server of one test's own (`.ci/postgres` on another data directory and port),
+/// for what the shared one must not do under other tests' feet: restart. Stopped when dropped.
+pub struct PrivateServer {
+    data: std::path::PathBuf,
+    pub url: String,
+}
+
+impl PrivateServer {
+    /// Start a new server on `port` (initdb and start: a few seconds).
+    pub fn start(port: u16) -> PrivateServer {
+        let data = std::path::PathBuf::from(format!("/tmp/hermes-postgres-{port}"));
+        let server = PrivateServer {
+            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            data,
+        };
+        server.script(&["start", &server.data.to_string_lossy(), &port.to_string()]);
+        server
+    }
+
+    /// Restart it (a fast shutdown: every client connection is cut), keeping its data.
+    pub fn restart(&self) {
+        self.script(&["restart", &self.data.to_string_lossy()]);
+    }
+
+    fn script(&self, args: &[&str]) {
+        let out = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/postgres"))
+            .args(args)
+            .output()
+            .expect("run .ci/postgres");
+        assert!(
+            out.status.success(),
+            ".ci/postgres {args:?} failed (it runs as root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/postgres"))
+            .args(["stop", &self.data.to_string_lossy()])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}

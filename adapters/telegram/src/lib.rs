@@ -80,8 +80,23 @@ pub struct TelegramAdapter {
 
 impl TelegramAdapter {
     pub fn new(settings: TelegramSettings) -> Self {
+        // teloxide's client gives up on any request after 17 s; a long poll waits up to
+        // `poll_timeout`, so with the default client every quiet poll failed as a network error
+        // (and the listener restarted with a growing backoff). The client waits longer.
+        let client = teloxide::net::default_reqwest_settings()
+            .timeout(std::time::Duration::from_secs(
+                u64::from(settings.poll_timeout_secs) + 15,
+            ))
+            .build();
+        let bot = match client {
+            Ok(client) => Bot::with_client(settings.token, client),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot build the Telegram HTTP client with a long-poll timeout; using the default one");
+                Bot::new(settings.token)
+            }
+        };
         TelegramAdapter {
-            bot: Bot::new(settings.token).set_api_url(settings.api_url),
+            bot: bot.set_api_url(settings.api_url),
             poll_timeout: settings.poll_timeout_secs,
             me: RwLock::new(None),
             webhook: settings.webhook.map(webhook::Webhook::new),

@@ -60,12 +60,20 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             store_backoff = Duration::from_secs(1);
         }
         if !store_failing && busy.len() < MAX_IN_FLIGHT {
+            // On a shared store a row returned is claimed (withheld from every other process
+            // while this one lives): only as many as can be sent now. Alone, the rows in
+            // flight are due too, and are looked past.
+            let limit = if shared.cluster.shared {
+                MAX_IN_FLIGHT - busy.len()
+            } else {
+                MAX_IN_FLIGHT + busy.len()
+            };
             match shared
                 .store
                 .outbox_due(
                     &shared.cluster.me.id,
                     now_millis(),
-                    MAX_IN_FLIGHT * 2,
+                    limit,
                     &shared.cluster.cannot_send(),
                 )
                 .await

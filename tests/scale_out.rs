@@ -1,0 +1,276 @@
+//! Several `hermes gateway` processes on one PostgreSQL store, through the real binary, a real
+//! PostgreSQL and the fake Telegram (long polling): one process receives under a lease while the
+//! others stand by, every process routes and answers, and nothing is lost or doubled when
+//! processes are killed, paused past their lease, or when PostgreSQL restarts.
+
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use support::daemon::{Daemon, World};
+use support::llm::Reply;
+
+/// The model's answer time: two turns of one session can never be closer than this.
+const MODEL_DELAY: Duration = Duration::from_millis(30);
+const FIRST_USER: i64 = 5000;
+
+/// A world of `users` allowed Telegram users whose daemons share the database at `url`, with
+/// a 3-second takeover, one message per turn, and a model that answers "re <text>".
+async fn world(users: i64, url: &str) -> World {
+    let mut w = World::new(
+        "[leases]\ntakeover_secs = 3\n\
+         [gateway]\nbusy_mode = \"queue\"\nmessages_per_minute = 100000\n",
+    )
+    .await;
+    let allowed: Vec<String> = (FIRST_USER..FIRST_USER + users)
+        .map(|u| u.to_string())
+        .collect();
+    w.set_env("TELEGRAM_ALLOWED_USERS", &allowed.join(","));
+    w.set_env("HERMES_DATABASE_URL", url);
+    w.llm.keep_requests(100_000);
+    w.llm.set_default(|req| {
+        let said = req.last_user_text().unwrap_or_default();
+        Reply::text(format!("re {}", said.trim())).delayed(MODEL_DELAY)
+    });
+    w
+}
+
+/// Start one more gateway process and wait until it joined the deployment.
+async fn join(w: &mut World) -> Daemon {
+    let d = w.spawn(&["gateway"]);
+    d.wait_log("joined the deployment", 1, support::WAIT).await;
+    d
+}
+
+/// The process id of the current holder of `lease`, if any.
+async fn holder(db: &tokio_postgres::Client, lease: &str) -> Option<(String, i32)> {
+    let row = db
+        .query_opt(
+            "SELECT l.holder FROM leases l JOIN processes p ON p.id = l.holder
+              WHERE l.name = $1 AND p.expires_at > hermes_now()",
+            &[&lease],
+        )
+        .await
+        .unwrap()?;
+    let id: String = row.get(0);
+    let pid = id.split(':').nth(1)?.parse().ok()?;
+    Some((id, pid))
+}
+
+/// Wait until some live process holds the Telegram receiving lease.
+async fn receiver(db: &tokio_postgres::Client) -> (String, i32) {
+    let deadline = Instant::now() + support::WAIT;
+    loop {
+        if let Some(h) = holder(db, "receive:telegram").await {
+            return h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the Telegram lease");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Replies sent so far, per message text they answer ("re <text>").
+fn replies(w: &World) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for m in w.tg.sent() {
+        if let Some(text) = m.text.strip_prefix("re ") {
+            *out.entry(text.to_owned()).or_default() += 1;
+        }
+    }
+    out
+}
+
+/// Replies this process had claimed and not recorded as sent when it died: sends that may have
+/// reached the platform already (the only replies a takeover may rightly send again).
+async fn in_flight(db: &tokio_postgres::Client, process: &str) -> usize {
+    db.query_one(
+        "SELECT COUNT(*) FROM outbox WHERE status = 'pending' AND claimed_by = $1",
+        &[&process],
+    )
+    .await
+    .unwrap()
+    .get::<_, i64>(0) as usize
+}
+
+async fn wait_replies(w: &World, n: usize, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while replies(w).len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} messages answered; logs:\n{}",
+            replies(w).len(),
+            tail(&w.logs(), 6000)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn tail(s: &str, n: usize) -> &str {
+    let start = s.len().saturating_sub(n);
+    let start = (start..s.len())
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(s.len());
+    &s[start..]
+}
+
+/// Per session (user), the model calls' start times in order: two turns of one session at once
+/// would put two calls closer than the model's answer time.
+fn assert_turns_never_overlap(w: &World) {
+    let mut by_user: HashMap<String, Vec<Instant>> = HashMap::new();
+    for req in w.llm.requests() {
+        let Some(said) = req.last_user_text() else {
+            continue;
+        };
+        let Some(user) = said.split_whitespace().next() else {
+            continue;
+        };
+        if user.starts_with('u') {
+            by_user.entry(user.to_owned()).or_default().push(req.at);
+        }
+    }
+    for (user, mut at) in by_user {
+        at.sort();
+        for pair in at.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap >= MODEL_DELAY,
+                "two turns of session {user} ran at once (model calls {gap:?} apart)"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_processes_answer_1000_messages_once_while_the_receiver_is_killed_twice() {
+    const USERS: i64 = 100;
+    const PER_USER: i64 = 10;
+    const TOTAL: usize = (USERS * PER_USER) as usize;
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let mut w = world(USERS, &url).await;
+    let mut daemons = vec![join(&mut w).await, join(&mut w).await, join(&mut w).await];
+    receiver(&db).await;
+    let started = Instant::now();
+    for n in 0..PER_USER {
+        for u in FIRST_USER..FIRST_USER + USERS {
+            w.tg.private_text(u, "Member", &format!("u{u} m{n}"));
+        }
+    }
+
+    // Kill the receiver at a quarter and at a half of the answers, another process at three
+    // quarters; the first two are replaced, so that three run most of the time.
+    let mut may_double = 0;
+    for (at, receiver_dies) in [(TOTAL / 4, true), (TOTAL / 2, true), (TOTAL * 3 / 4, false)] {
+        wait_replies(&w, at, Duration::from_secs(120)).await;
+        let (rid, rpid) = receiver(&db).await;
+        let victim = if receiver_dies {
+            daemons.iter().position(|d| d.pid() == rpid)
+        } else {
+            daemons.iter().position(|d| d.pid() != rpid)
+        }
+        .expect("the victim is one of ours");
+        let pid = daemons[victim].pid();
+        daemons[victim].kill();
+        let id = if receiver_dies {
+            rid
+        } else {
+            let row = db
+                .query_one(
+                    "SELECT id FROM processes WHERE id LIKE '%:' || $1 || ':%'",
+                    &[&pid.to_string()],
+                )
+                .await
+                .unwrap();
+            row.get(0)
+        };
+        may_double += in_flight(&db, &id).await;
+        daemons.remove(victim);
+        if receiver_dies {
+            daemons.push(join(&mut w).await);
+        }
+    }
+    wait_replies(&w, TOTAL, Duration::from_secs(180)).await;
+    let elapsed = started.elapsed();
+    // Sends that could still be under way settle before counting.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let got = replies(&w);
+    for n in 0..PER_USER {
+        for u in FIRST_USER..FIRST_USER + USERS {
+            assert!(
+                got.contains_key(&format!("u{u} m{n}")),
+                "u{u} m{n} unanswered"
+            );
+        }
+    }
+    let doubled: usize = got.values().map(|n| n - 1).sum();
+    println!(
+        "{TOTAL} messages answered in {elapsed:?} with 3 kills; {doubled} doubled, {may_double} sends were in flight at the kills"
+    );
+    assert!(
+        doubled <= may_double,
+        "{doubled} replies doubled, only {may_double} sends were in flight at the kills"
+    );
+    assert_turns_never_overlap(&w);
+    // Every message went through the inbox once and is finished.
+    let open: i64 = db
+        .query_one(
+            "SELECT COUNT(*) FROM inbox WHERE status IN ('new', 'queued')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 0);
+    let stored: i64 = db
+        .query_one("SELECT COUNT(*) FROM inbox", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored as usize, TOTAL, "each update stored once");
+}
+
+/// Throughput with 1, 2 and 3 processes on this machine (a measurement, not a check: run with
+/// `cargo nextest run --test scale_out --run-ignored only --no-capture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore]
+async fn throughput_with_one_two_and_three_processes() {
+    const USERS: i64 = 100;
+    const PER_USER: i64 = 10;
+    const TOTAL: usize = (USERS * PER_USER) as usize;
+    let counts: Vec<usize> = std::env::var("HERMES_SCALE_PROCESSES")
+        .unwrap_or_else(|_| "1,2,3".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    for processes in counts {
+        let url = support::postgres::fresh_database().await;
+        let db = support::postgres::connect(&url).await;
+        let mut w = world(USERS, &url).await;
+        let mut daemons = Vec::new();
+        for _ in 0..processes {
+            daemons.push(join(&mut w).await);
+        }
+        receiver(&db).await;
+        let started = Instant::now();
+        for n in 0..PER_USER {
+            for u in FIRST_USER..FIRST_USER + USERS {
+                w.tg.private_text(u, "Member", &format!("u{u} m{n}"));
+            }
+        }
+        wait_replies(&w, TOTAL, Duration::from_secs(600)).await;
+        let elapsed = started.elapsed();
+        println!(
+            "{processes} process(es): {TOTAL} messages in {:.1} s = {:.0} messages/s",
+            elapsed.as_secs_f64(),
+            TOTAL as f64 / elapsed.as_secs_f64()
+        );
+        if let Ok(dir) = std::env::var("HERMES_SCALE_KEEP_LOGS") {
+            std::fs::write(format!("{dir}/scale-{processes}.log"), w.logs()).unwrap();
+        }
+        drop(daemons);
+    }
+}
