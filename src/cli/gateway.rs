@@ -69,6 +69,21 @@ pub(super) async fn gateway(config: Config, path: Option<std::path::PathBuf>) ->
         _ => tracing::info!("{said}"),
     }
     tracing::info!("{}", crate::tools::terminal::describe_cgroup());
+    // Held until the process ends: `hermes restore` refuses to write under a running daemon.
+    let _home_lock = match super::home_lock::shared(&config.home) {
+        Ok(file) => Some(file),
+        Err(super::home_lock::Refused::Held) => {
+            eprintln!(
+                "hermes: a restore is writing to {}; start the daemon once it has finished",
+                config.home.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(super::home_lock::Refused::Io(e)) => {
+            tracing::warn!(error = %e, "cannot lock {}; a restore would not see this daemon", super::home_lock::path(&config.home).display());
+            None
+        }
+    };
     let store = match super::open_store(&config).await {
         Ok(s) => s,
         Err(e) => {

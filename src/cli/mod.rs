@@ -1,10 +1,13 @@
-//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`.
+//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`,
+//! `backup`, `restore`.
 
+mod backup;
 mod chat;
 mod cron;
 mod doctor;
 mod gateway;
 mod guard;
+mod home_lock;
 mod mcp;
 mod mcp_serve;
 mod pairing;
@@ -108,6 +111,30 @@ pub enum Command {
         #[command(subcommand)]
         action: SkillsAction,
     },
+    /// Write one archive of this home while the daemon runs: a consistent snapshot of the
+    /// SQLite store, the memory files, the skills and the configuration (without its secrets
+    /// unless --with-secrets), with a manifest of checksums and row counts. With PostgreSQL,
+    /// says how to pg_dump the database and archives the rest.
+    Backup {
+        /// The archive to write (mode 0600); gzip'd when the name ends in `.gz` or `.tgz`.
+        file: PathBuf,
+        /// Keep the configuration's secrets (tokens, API keys, passwords) in the archive.
+        #[arg(long)]
+        with_secrets: bool,
+    },
+    /// Restore an archive of `hermes backup` into a home, once every checksum and row count is
+    /// verified. Refuses while a daemon runs on that home, and (without --force) to replace a
+    /// store holding conversations or files that differ.
+    Restore {
+        /// The archive written by `hermes backup`.
+        file: PathBuf,
+        /// The home to restore into (default: $HERMES_HOME, else ~/.hermes).
+        #[arg(long, value_name = "DIR")]
+        home: Option<PathBuf>,
+        /// Replace an existing store with conversations, and files that differ.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,6 +189,14 @@ pub async fn run(cli: Cli) -> ExitCode {
             Ok(config) => skills::skills(config, action).await,
             Err(code) => code,
         },
+        Command::Backup { file, with_secrets } => match load(cli.config.as_deref()) {
+            Ok(config) => exit_code(backup::backup(config, file, with_secrets).await),
+            Err(code) => code,
+        },
+        Command::Restore { file, home, force } => {
+            let home = home.unwrap_or_else(|| crate::config::home_dir(&ProcessEnv));
+            exit_code(backup::restore(home, file, force).await)
+        }
     }
 }
 
