@@ -274,3 +274,138 @@ async fn throughput_with_one_two_and_three_processes() {
         drop(daemons);
     }
 }
+
+/// The process (of `daemons`) whose registration id is `id`.
+fn by_id(daemons: &mut [Daemon], id: &str) -> usize {
+    let pid: i32 = id.split(':').nth(1).and_then(|p| p.parse().ok()).unwrap();
+    daemons
+        .iter()
+        .position(|d| d.pid() == pid)
+        .expect("one of ours")
+}
+
+async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
+    db.query_one(sql, &[]).await.unwrap().get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_process_paused_past_its_lease_writes_nothing_stale_when_it_resumes() {
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let mut w = world(2, &url).await;
+    let mut daemons = vec![join(&mut w).await, join(&mut w).await];
+    receiver(&db).await;
+    // The first model call hangs until the gate opens; any later one answers at once.
+    let gate = support::llm::Gate::new();
+    w.llm
+        .push(Reply::text("stale answer from the paused process").after(gate.clone()));
+    w.tg.private_text(FIRST_USER, "Member", "u5000 m0");
+    let deadline = Instant::now() + support::WAIT;
+    while w.llm.in_flight() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the turn never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (holder_id, _) = holder(&db, "session:telegram:5000")
+        .await
+        .expect("the running turn's process holds the session");
+    let first_token: i64 = count(
+        &db,
+        "SELECT token FROM leases WHERE name = 'session:telegram:5000'",
+    )
+    .await;
+    let paused = by_id(&mut daemons, &holder_id);
+    daemons[paused].signal(libc::SIGSTOP);
+
+    // The other process takes the session over once the paused one stops beating, and answers.
+    wait_replies(&w, 1, Duration::from_secs(30)).await;
+    let token: i64 = count(
+        &db,
+        "SELECT token FROM leases WHERE name = 'session:telegram:5000'",
+    )
+    .await;
+    assert!(
+        token > first_token,
+        "the lease changed hands: {first_token} -> {token}"
+    );
+
+    // The paused process resumes with its model answer ready: its turn's commit is refused.
+    gate.open();
+    daemons[paused].signal(libc::SIGCONT);
+    daemons[paused]
+        .wait_log("taken over by another process", 1, support::WAIT)
+        .await;
+    // It is alive, beating again, and the deployment goes on: a next message is answered once.
+    w.tg.private_text(FIRST_USER, "Member", "u5000 m1");
+    wait_replies(&w, 2, support::WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let sent: Vec<String> = w.tg.sent().into_iter().map(|m| m.text).collect();
+    assert_eq!(
+        sent,
+        ["re u5000 m0", "re u5000 m1"],
+        "nothing stale was sent"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM messages WHERE content LIKE '%stale answer%'"
+        )
+        .await,
+        0,
+        "nothing stale was stored"
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM messages WHERE role = 'user'").await,
+        2,
+        "each message once in the history"
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM turns").await, 2);
+    assert!(daemons[paused].log().contains("missed its heartbeat"));
+}
+
+/// Passes alone (4 s), but stalls with some messages unanswered after 120 s when the other tests
+/// of this file run beside it (2 runs of 3): not yet understood, so it does not run in CI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "stalls under parallel load after a PostgreSQL restart (under investigation)"]
+async fn processes_ride_out_a_postgresql_restart_and_lose_nothing() {
+    const USERS: i64 = 10;
+    let port = 20_000 + (std::process::id() % 10_000) as u16;
+    let server = support::postgres::PrivateServer::start(port);
+    let db = support::postgres::connect(&server.url).await;
+    let mut w = world(USERS, &server.url).await;
+    let _daemons = vec![join(&mut w).await, join(&mut w).await];
+    receiver(&db).await;
+    let send_round = |n: i64| {
+        for u in FIRST_USER..FIRST_USER + USERS {
+            w.tg.private_text(u, "Member", &format!("u{u} m{n}"));
+        }
+    };
+    for n in 0..3 {
+        send_round(n);
+    }
+    wait_replies(&w, 20, Duration::from_secs(60)).await;
+    drop(db);
+    // A fast shutdown cuts every connection (pools, listeners); the server is back in a moment.
+    server.restart();
+    for n in 3..6 {
+        send_round(n);
+    }
+    wait_replies(&w, (USERS * 6) as usize, Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let got = replies(&w);
+    let doubled: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "answered twice: {doubled:?}");
+    let db = support::postgres::connect(&server.url).await;
+    assert_eq!(
+        count(
+            &db,
+            "SELECT COUNT(*) FROM inbox WHERE status IN ('new', 'queued')"
+        )
+        .await,
+        0
+    );
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM inbox").await, USERS * 6);
+}

@@ -11,9 +11,8 @@ use hermes_adapter::{Platform, SessionKey};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::adapters::health::{HealthBoard, ListenerState};
 use crate::store::fence::Fence;
-use crate::store::{ProcessInfo, Store, receive_lease, session_lease};
+use crate::store::{ProcessInfo, Store, session_lease};
 
 /// This process in its deployment.
 pub(crate) struct Cluster {
@@ -21,7 +20,7 @@ pub(crate) struct Cluster {
     /// Whether the store is shared with other processes.
     pub shared: bool,
     /// The takeover time: a process silent this long is gone.
-    takeover: Duration,
+    pub takeover: Duration,
     /// Platforms whose receiving lease this process holds.
     receiving: Mutex<HashSet<Platform>>,
 }
@@ -41,7 +40,8 @@ impl Cluster {
         self.takeover / 3
     }
 
-    fn set_receiving(&self, platform: Platform, held: bool) {
+    /// Record whether this process holds `platform`'s receiving lease.
+    pub fn set_receiving(&self, platform: Platform, held: bool) {
         let mut set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
         if held {
             set.insert(platform);
@@ -169,83 +169,5 @@ async fn sweep(shared: &Arc<Shared>) {
             }
         }
         Err(e) => tracing::warn!(error = %e, "cannot look for sessions left by other processes"),
-    }
-}
-
-/// The receiving lease of one platform, held around its listener by its supervisor.
-pub(crate) struct ReceiveGate {
-    cluster: Arc<Cluster>,
-    store: Store,
-    platform: Platform,
-    name: String,
-}
-
-impl ReceiveGate {
-    /// A gate for `platform`, or `None` where no lease is needed (a store of one process, or a
-    /// platform that pushes to every process).
-    pub fn new(shared: &Shared, platform: Platform, alone: bool) -> Option<ReceiveGate> {
-        (shared.cluster.shared && alone).then(|| ReceiveGate {
-            cluster: shared.cluster.clone(),
-            store: shared.store.clone(),
-            platform,
-            name: receive_lease(platform),
-        })
-    }
-
-    /// Wait until this process holds the lease; `None` at shutdown.
-    pub async fn acquire(&self, health: &HealthBoard, shutdown: &CancellationToken) -> Option<i64> {
-        let mut told = false;
-        loop {
-            match self.store.lease_take(&self.name, &self.cluster.me.id).await {
-                Ok(Some(token)) => {
-                    tracing::info!(platform = %self.platform, token, "this process receives now");
-                    self.cluster.set_receiving(self.platform, true);
-                    return Some(token);
-                }
-                Ok(None) if !told => {
-                    tracing::info!(platform = %self.platform, "another process receives; standing by to take over");
-                    health.set_state(
-                        self.platform,
-                        ListenerState::Standby,
-                        Some("another process receives".into()),
-                    );
-                    told = true;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(platform = %self.platform, error = %e, "cannot take the receiving lease")
-                }
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(self.cluster.beat_every()) => {}
-                _ = shutdown.cancelled() => return None,
-            }
-        }
-    }
-
-    /// Resolves when the lease with `token` is no longer this process's (taken over while this
-    /// one was paused or cut off), checked every beat.
-    pub async fn lost(&self, token: i64) {
-        loop {
-            tokio::time::sleep(self.cluster.beat_every()).await;
-            if let Ok(false) = self
-                .store
-                .lease_held(&self.name, &self.cluster.me.id, token)
-                .await
-            {
-                tracing::warn!(platform = %self.platform, "another process took over receiving; this listener stops");
-                self.cluster.set_receiving(self.platform, false);
-                return;
-            }
-        }
-    }
-
-    /// Give the lease back (the listener stopped for good).
-    pub async fn release(&self, token: i64) {
-        self.cluster.set_receiving(self.platform, false);
-        let _ = self
-            .store
-            .lease_release(&self.name, &self.cluster.me.id, token)
-            .await;
     }
 }

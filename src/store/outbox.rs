@@ -9,9 +9,6 @@ use hermes_adapter::{Outbound, Platform};
 
 use super::Result;
 
-/// How long a claimed row is withheld from other live processes: longer than any one send.
-pub const CLAIM_MS: i64 = 90_000;
-
 /// A reply waiting to be sent.
 #[derive(Debug, Clone)]
 pub struct OutboxRow {
@@ -61,7 +58,7 @@ pub trait Outbox: Send + Sync {
 
     /// The oldest pending row of each chat, if it is due at `now`, oldest first, except the
     /// platforms in `skip`. On a shared store the rows are claimed for process `me` (another
-    /// process takes them only once `me` is no longer live, or after [`CLAIM_MS`]).
+    /// process takes them only once `me` is no longer live, or after a claim time longer than any one send).
     async fn outbox_due(
         &self,
         me: &str,

@@ -3,4 +3,5 @@
 //! (`health`).
 
 pub(crate) mod health;
+mod receive_lease;
 pub(crate) mod supervisor;

@@ -63,7 +63,7 @@ impl Supervisors {
         let sink = shared.sink_for(platform);
         let token = shared.intake.child_token();
         let gate =
-            crate::gateway::cluster::ReceiveGate::new(shared, platform, adapter.receives_alone());
+            super::receive_lease::ReceiveGate::new(shared, platform, adapter.receives_alone());
         let (shared_health, policy, token_run) =
             (shared.health.clone(), self.policy, token.clone());
         let task = tokio::spawn(async move {

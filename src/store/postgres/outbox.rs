@@ -6,7 +6,6 @@ use deadpool_postgres::GenericClient;
 use hermes_adapter::{Outbound, Platform, now_millis};
 
 use super::PgStore;
-use crate::store::outbox::CLAIM_MS;
 use crate::store::{Outbox, OutboxRow, OutboxStats, Result, StoreError};
 
 /// Insert replies (inside the caller's transaction); rows whose key exists are skipped.
@@ -35,6 +34,9 @@ pub(super) async fn insert(tx: &impl GenericClient, items: &[(Platform, Outbound
     }
     Ok(())
 }
+
+/// How long a claimed row is withheld from other live processes: longer than any one send.
+const CLAIM_MS: i64 = 90_000;
 
 /// The head (oldest pending row) of every chat.
 const HEADS: &str = "SELECT DISTINCT ON (platform, chat_id) id FROM outbox
