@@ -1,5 +1,5 @@
 //! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`,
-//! `backup`, `restore`.
+//! `backup`, `restore`, `import`.
 
 mod backup;
 mod chat;
@@ -8,6 +8,7 @@ mod doctor;
 mod gateway;
 mod guard;
 mod home_lock;
+mod import;
 mod mcp;
 mod mcp_serve;
 mod pairing;
@@ -28,6 +29,7 @@ use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
 pub use cron::CronAction;
 pub use guard::guard_process;
+pub use import::ImportAction;
 pub use pairing::PairingAction;
 pub use service::ServiceAction;
 pub use sessions::SessionsAction;
@@ -122,6 +124,12 @@ pub enum Command {
         #[arg(long)]
         with_secrets: bool,
     },
+    /// Bring a user of another agent over: settings, skills, memory and conversations
+    /// (`hermes import hermes-agent [DIR] [--dry-run]`).
+    Import {
+        #[command(subcommand)]
+        action: ImportAction,
+    },
     /// Restore an archive of `hermes backup` into a home, once every checksum and row count is
     /// verified. Refuses while a daemon runs on that home, and (without --force) to replace a
     /// store holding conversations or files that differ.
@@ -191,6 +199,10 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Backup { file, with_secrets } => match load(cli.config.as_deref()) {
             Ok(config) => exit_code(backup::backup(config, file, with_secrets).await),
+            Err(code) => code,
+        },
+        Command::Import { action } => match load(cli.config.as_deref()) {
+            Ok(config) => exit_code(import::import(config, action).await),
             Err(code) => code,
         },
         Command::Restore { file, home, force } => {

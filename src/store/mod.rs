@@ -32,7 +32,10 @@ pub use postgres::{CopyReport, PgStore};
 pub use search::{
     FoundMessage, HITS_PER_SESSION, Search, SearchScope, SessionHits, SessionSummary,
 };
-pub use sessions::{SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit, TurnRecord};
+pub use sessions::{
+    IMPORTED_SCOPE, ImportedSession, SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit,
+    TurnRecord,
+};
 pub use settings::{Settings, key_scope};
 pub use sqlite::SqliteStore;
 pub use sqlite::search::search_terms;

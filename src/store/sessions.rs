@@ -6,7 +6,7 @@
 //! committed in one transaction, so a crash either keeps all of them or none.
 
 use async_trait::async_trait;
-use hermes_adapter::{Outbound, Platform, SessionKey};
+use hermes_adapter::{ChatId, Outbound, Platform, SessionKey};
 
 use super::inbox::InboxOutcome;
 use super::{Result, StoreError};
@@ -61,6 +61,28 @@ pub struct TurnCommit {
     pub record: TurnRecord,
 }
 
+/// The settings scope that remembers imported conversations: name = the conversation's origin,
+/// value = the id of the session it became.
+pub const IMPORTED_SCOPE: &str = "imported";
+
+/// A finished conversation brought over from another system (`hermes import`), with its own
+/// times, stored as an ended session so that history search finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedSession {
+    /// Where it came from, unique per conversation (`hermes-agent:<its session id>`); a
+    /// conversation of the same origin is never stored twice.
+    pub origin: String,
+    pub key: SessionKey,
+    /// The chat it was held in, when known.
+    pub chat: Option<ChatId>,
+    /// Milliseconds since the epoch, as for every stored time.
+    pub created_at: i64,
+    pub ended_at: i64,
+    pub end_reason: String,
+    /// The messages in order, each with the time it was said.
+    pub messages: Vec<(ChatMessage, i64)>,
+}
+
 /// Sessions and their history: the lanes open and commit turns, the agent reads and appends.
 #[async_trait]
 pub trait Sessions: Send + Sync {
@@ -72,6 +94,11 @@ pub trait Sessions: Send + Sync {
 
     /// End the active session of `key` (if any) and start a new one.
     async fn session_reset(&self, key: &SessionKey, reason: &str) -> Result<SessionRow>;
+
+    /// Store an ended session with its messages and their original times, and remember its
+    /// origin in [`IMPORTED_SCOPE`], all in one transaction: `Some(id)` of the new session, or
+    /// `None` (nothing written) when that origin was imported before.
+    async fn import_session(&self, session: ImportedSession) -> Result<Option<i64>>;
 
     /// Append messages to a session (tool rounds as they happen).
     async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()>;

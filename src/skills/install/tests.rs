@@ -209,7 +209,7 @@ async fn install_refuses_a_bad_manifest_and_installs_nothing() {
     );
     assert!(
         text[1].starts_with(&format!("{}:4: ", src.join("wrong/SKILL.md").display()))
-            && text[1].contains("unknown variant `fax`"),
+            && text[1].contains("`fax` is neither a platform"),
         "{text:#?}"
     );
     assert!(

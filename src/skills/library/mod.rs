@@ -327,6 +327,10 @@ impl Availability {
         if !m.platforms.is_empty() && !m.platforms.contains(&self.platform) {
             return Some(format!("not meant for {}", self.platform));
         }
+        let os = std::env::consts::OS;
+        if !m.os.is_empty() && !m.os.iter().any(|o| o == os) {
+            return Some(format!("meant for {}, not {os}", m.os.join(", ")));
+        }
         if let Some(t) = m.requires_tools.iter().find(|t| !self.tools.contains(*t)) {
             return Some(format!("needs the tool `{t}`"));
         }

@@ -58,7 +58,7 @@ fn a_broken_skill_next_to_good_ones_hides_only_itself() {
     assert_eq!(problems.len(), 3, "{problems:#?}");
     assert!(
         problems[0].starts_with(&format!("{}:4: ", bad.join("SKILL.md").display()))
-            && problems[0].contains("unknown variant `pager`"),
+            && problems[0].contains("`pager` is neither a platform"),
         "{problems:#?}"
     );
     assert!(

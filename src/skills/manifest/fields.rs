@@ -22,7 +22,13 @@ pub(super) struct Raw {
     allowed_tools: Option<Value>,
     metadata: Option<Map<String, Value>>,
     version: Option<Value>,
-    platforms: Option<Vec<Platform>>,
+    /// Messaging platforms (ours) or operating systems (hermes-agent's `[macos, linux]`).
+    platforms: Option<Vec<String>>,
+    /// hermes-agent's skills name their author; kept in `metadata.author` when that is free.
+    author: Option<Value>,
+    /// hermes-agent's `prerequisites: {commands: [...]}`: informative there, not read here.
+    #[serde(rename = "prerequisites")]
+    _prerequisites: Option<Value>,
     #[serde(default)]
     related_skills: Vec<String>,
     #[serde(default)]
@@ -39,7 +45,7 @@ pub(super) struct Raw {
 
 /// Check the fields of `raw`; report each problem by its top-level key.
 pub(super) fn check(
-    raw: Raw,
+    mut raw: Raw,
     folder: Option<&str>,
     report: &mut dyn FnMut(&str, String),
 ) -> Manifest {
@@ -103,6 +109,10 @@ pub(super) fn check(
                 .into(),
         );
     }
+    let (platforms, os) = platforms(raw.platforms.unwrap_or_default()).unwrap_or_else(|e| {
+        report("platforms", e);
+        (Vec::new(), Vec::new())
+    });
     let allowed_tools = words_or_list(raw.allowed_tools).unwrap_or_else(|e| {
         report("allowed-tools", e);
         Vec::new()
@@ -115,11 +125,29 @@ pub(super) fn check(
         report("required_environment_variables", e);
         Vec::new()
     });
-    let metadata = raw.metadata.unwrap_or_default();
-    let tags = hermes_tags(&metadata).unwrap_or_else(|e| {
+    let mut metadata = raw.metadata.unwrap_or_default();
+    if let Some(author) = raw.author {
+        metadata.entry("author").or_insert(author);
+    }
+    let hermes = hermes_metadata(&metadata).unwrap_or_else(|e| {
         report("metadata", e);
-        Vec::new()
+        HermesMetadata::default()
     });
+    let tags = hermes.tags;
+    // hermes-agent keeps these under `metadata.hermes`; both places count.
+    for (top, nested) in [
+        (&mut raw.related_skills, hermes.related_skills),
+        (&mut raw.requires_tools, hermes.requires_tools),
+        (&mut raw.requires_toolsets, hermes.requires_toolsets),
+        (&mut raw.fallback_for_tools, hermes.fallback_for_tools),
+        (&mut raw.fallback_for_toolsets, hermes.fallback_for_toolsets),
+    ] {
+        for item in nested {
+            if !top.contains(&item) {
+                top.push(item);
+            }
+        }
+    }
     for other in &raw.related_skills {
         if let Err(e) = check_name(other) {
             report("related_skills", format!("related_skills: {e}"));
@@ -163,7 +191,8 @@ pub(super) fn check(
         allowed_tools,
         metadata,
         version,
-        platforms: raw.platforms.unwrap_or_default(),
+        platforms,
+        os,
         tags,
         related_skills: raw.related_skills,
         requires_tools: raw.requires_tools,
@@ -175,36 +204,89 @@ pub(super) fn check(
     }
 }
 
-/// `metadata.hermes.tags`, checking that `metadata.hermes` holds nothing else: hermes reads its
-/// other fields at the top level, and one put here by mistake would be ignored.
-fn hermes_tags(metadata: &Map<String, Value>) -> Result<Vec<String>, String> {
+/// What hermes reads from `metadata.hermes`.
+#[derive(Default)]
+struct HermesMetadata {
+    tags: Vec<String>,
+    related_skills: Vec<String>,
+    requires_tools: Vec<String>,
+    requires_toolsets: Vec<String>,
+    fallback_for_tools: Vec<String>,
+    fallback_for_toolsets: Vec<String>,
+}
+
+/// `metadata.hermes`: its `tags`, and the lists hermes-agent keeps there (`related_skills`,
+/// `requires_*`, `fallback_for_*`, which hermes also reads at the top level). Its other keys
+/// (hermes-agent's `config` prompts, `blueprint`, …) belong to hermes-agent and are left alone:
+/// `metadata` is free-form by the Agent Skills format.
+fn hermes_metadata(metadata: &Map<String, Value>) -> Result<HermesMetadata, String> {
     let Some(hermes) = metadata.get("hermes") else {
-        return Ok(Vec::new());
+        return Ok(HermesMetadata::default());
     };
     let Value::Object(hermes) = hermes else {
         return Err("`metadata.hermes` must be a map (holding `tags: [...]`)".into());
     };
-    if let Some(key) = hermes.keys().find(|k| *k != "tags") {
-        return Err(format!(
-            "`metadata.hermes.{key}` is not read: hermes reads only `tags` there; other hermes \
-             fields (`requires_tools`, `platforms`, …) go at the top level of the frontmatter"
-        ));
+    let list = |key: &str, example: &str| -> Result<Vec<String>, String> {
+        match hermes.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|t| match t {
+                    Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
+                    _ => Err(format!(
+                        "`metadata.hermes.{key}` must be a list of words; `{t}` is not one"
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(format!(
+                "`metadata.hermes.{key}` must be a list such as `{example}`, not `{other}`"
+            )),
+        }
+    };
+    Ok(HermesMetadata {
+        tags: list("tags", "[email, writing]")?,
+        related_skills: list("related_skills", "[other-skill]")?,
+        requires_tools: list("requires_tools", "[terminal]")?,
+        requires_toolsets: list("requires_toolsets", "[files]")?,
+        fallback_for_tools: list("fallback_for_tools", "[browser]")?,
+        fallback_for_toolsets: list("fallback_for_toolsets", "[browser]")?,
+    })
+}
+
+/// Operating systems a skill may name in `platforms` (hermes-agent's use of the field), each
+/// with the name `std::env::consts::OS` gives it.
+const OPERATING_SYSTEMS: &[(&str, &str)] = &[
+    ("linux", "linux"),
+    ("macos", "macos"),
+    ("darwin", "macos"),
+    ("windows", "windows"),
+    ("win32", "windows"),
+    ("android", "android"),
+    ("termux", "android"),
+    ("freebsd", "freebsd"),
+];
+
+/// Split `platforms` into messaging platforms and operating systems (as `std::env::consts::OS`
+/// names them).
+fn platforms(items: Vec<String>) -> Result<(Vec<Platform>, Vec<String>), String> {
+    let mut platforms = Vec::new();
+    let mut os = Vec::new();
+    for item in items {
+        let name = item.trim().to_ascii_lowercase();
+        if let Ok(p) = name.parse::<Platform>() {
+            platforms.push(p);
+        } else if let Some((_, canonical)) = OPERATING_SYSTEMS.iter().find(|(n, _)| *n == name) {
+            os.push((*canonical).to_owned());
+        } else {
+            let names: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+            return Err(format!(
+                "`platforms`: `{item}` is neither a platform ({}) nor an operating system \
+                 (linux, macos, windows)",
+                names.join(", ")
+            ));
+        }
     }
-    match hermes.get("tags") {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|t| match t {
-                Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
-                _ => Err(format!(
-                    "`metadata.hermes.tags` must be a list of words; `{t}` is not one"
-                )),
-            })
-            .collect(),
-        Some(other) => Err(format!(
-            "`metadata.hermes.tags` must be a list such as `[email, writing]`, not `{other}`"
-        )),
-    }
+    Ok((platforms, os))
 }
 
 fn words_or_list(value: Option<Value>) -> Result<Vec<String>, String> {

@@ -8,6 +8,12 @@
 //! key is an error rather than being ignored: a misspelt `requires_tool` silently ignored would
 //! show a skill where it cannot work.
 //!
+//! Skills written for hermes-agent load as they are: its `author` and `prerequisites` are
+//! accepted, `platforms` may name operating systems (`[macos, linux]`; the skill is hidden on
+//! the others), its lists under `metadata.hermes` (`related_skills`, `requires_*`,
+//! `fallback_for_*`) count as at the top level, and its other `metadata.hermes` keys (`config`
+//! prompts, `blueprint`, …) are left in `metadata` unread.
+//!
 //! YAML is read with `serde_norway`, the maintained fork of the archived `serde_yaml` 0.9: the
 //! same API and error locations, its libyaml port (`unsafe-libyaml-norway`) is maintained too,
 //! and it is licensed MIT OR Apache-2.0 like hermes. (`serde_yaml_ng` is MIT only and still
@@ -71,6 +77,9 @@ pub struct Manifest {
     pub version: Option<String>,
     /// Platforms the skill is meant for; empty: all.
     pub platforms: Vec<Platform>,
+    /// Operating systems the skill is meant for, as `std::env::consts::OS` names them
+    /// (`linux`, `macos`); empty: all.
+    pub os: Vec<String>,
     /// `metadata.hermes.tags`.
     pub tags: Vec<String>,
     pub related_skills: Vec<String>,

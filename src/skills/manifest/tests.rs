@@ -150,9 +150,9 @@ fn each_broken_field_is_reported_with_its_line_and_reason() {
             "`metadata.hermes.tags` must be a list",
         ),
         (
-            "name: demo\ndescription: d\nmetadata:\n  hermes:\n    requires_tools: [x]\n",
+            "name: demo\ndescription: d\nmetadata:\n  hermes:\n    requires_tools: x\n",
             4,
-            "`metadata.hermes.requires_tools` is not read",
+            "`metadata.hermes.requires_tools` must be a list",
         ),
         (
             "name: demo\ndescription: d\nrelated_skills: [Bad Name]\n",
@@ -181,9 +181,9 @@ fn each_broken_field_is_reported_with_its_line_and_reason() {
             "unknown field `colour`",
         ),
         (
-            "name: demo\ndescription: d\nplatforms: [macos]\n",
+            "name: demo\ndescription: d\nplatforms: [amiga]\n",
             4,
-            "unknown variant `macos`",
+            "`amiga` is neither a platform",
         ),
         (
             "name: demo\ndescription: d\nrequires_tools: terminal\n",
@@ -221,6 +221,46 @@ fn each_broken_field_is_reported_with_its_line_and_reason() {
         assert!(got.contains(message), "{front:?}: {got}");
         assert_eq!(got_line, Some(*line), "{front:?}: {got}");
     }
+}
+
+/// A skill as hermes-agent 0.19 writes them (its bundled `apple-notes`, its `config` prompts)
+/// loads: its own fields are accepted, its `metadata.hermes` lists count, the rest is kept
+/// unread.
+#[test]
+fn a_hermes_agent_skill_is_accepted() {
+    let d = ok("name: demo
+description: \"Manage Apple Notes via memo CLI: create, search, edit.\"
+version: 1.0.0
+author: Hermes Agent
+license: MIT
+platforms: [macos, linux]
+metadata:
+  hermes:
+    tags: [Notes, Apple, macOS]
+    related_skills: [other-skill]
+    requires_toolsets: [terminal]
+    config:
+      - key: wiki.path
+        description: Path to the wiki
+        default: \"~/wiki\"
+    blueprint:
+      schedule: daily
+prerequisites:
+  commands: [memo]
+");
+    let m = &d.manifest;
+    assert_eq!(m.version.as_deref(), Some("1.0.0"));
+    assert_eq!(m.tags, ["Notes", "Apple", "macOS"]);
+    assert_eq!(m.related_skills, ["other-skill"]);
+    assert_eq!(m.requires_toolsets, ["terminal"]);
+    assert_eq!(m.os, ["macos", "linux"]);
+    assert!(m.platforms.is_empty(), "{:?}", m.platforms);
+    assert_eq!(m.metadata["author"], "Hermes Agent");
+    assert!(m.metadata["hermes"]["config"].is_array());
+    assert!(
+        m.config.is_empty(),
+        "hermes-agent's config prompts are not our `config`"
+    );
 }
 
 #[test]

@@ -10,7 +10,10 @@ use tokio_postgres::Row;
 use super::{PgStore, inbox, outbox};
 use crate::conversation::{ChatMessage, Usage};
 use crate::store::sessions::{decode_session, decode_stored_message};
-use crate::store::{Result, SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit};
+use crate::store::{
+    IMPORTED_SCOPE, ImportedSession, Result, SessionRow, SessionStats, Sessions, StoredMessage,
+    TurnCommit,
+};
 
 /// The session columns [`session`] reads.
 pub(super) const SESSION: &str = "id, key, created_at, updated_at, model";
@@ -88,12 +91,22 @@ async fn append(
     msg: &ChatMessage,
     inbox_id: Option<i64>,
 ) -> Result<()> {
+    append_at(tx, session_id, msg, inbox_id, now_millis()).await
+}
+
+/// Append `msg` as said at `now` (milliseconds).
+async fn append_at(
+    tx: &impl GenericClient,
+    session_id: i64,
+    msg: &ChatMessage,
+    inbox_id: Option<i64>,
+    now: i64,
+) -> Result<()> {
     let calls = if msg.tool_calls.is_empty() {
         None
     } else {
         Some(serde_json::to_string(&msg.tool_calls)?)
     };
-    let now = now_millis();
     tx.execute(
         "INSERT INTO messages
              (session_id, role, content, tool_calls, tool_call_id, tool_name, inbox_id, created_at)
@@ -153,6 +166,51 @@ impl Sessions for PgStore {
         })?;
         tx.commit().await?;
         Ok(row)
+    }
+
+    async fn import_session(&self, s: ImportedSession) -> Result<Option<i64>> {
+        let mut c = self.client().await?;
+        let tx = c.transaction().await?;
+        // The marker goes in first: a second import of the same origin, even a concurrent one,
+        // finds it (or waits on its row) and writes nothing.
+        let claimed = tx
+            .execute(
+                "INSERT INTO settings (scope, name, value, updated_at) VALUES ($1, $2, '', $3)
+                 ON CONFLICT (scope, name) DO NOTHING",
+                &[&IMPORTED_SCOPE, &s.origin, &now_millis()],
+            )
+            .await?;
+        if claimed == 0 {
+            return Ok(None);
+        }
+        let chat = s.chat.as_ref().map(|c| c.as_str().to_owned());
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO sessions
+                     (key, platform, owner, created_at, updated_at, ended_at, end_reason, chat_id)
+                 VALUES ($1, $2, $3, $4, $4, $5, $6, $7) RETURNING id",
+                &[
+                    &s.key.to_string(),
+                    &s.key.platform.as_str(),
+                    &s.key.owner(),
+                    &s.created_at,
+                    &s.ended_at,
+                    &s.end_reason,
+                    &chat,
+                ],
+            )
+            .await?
+            .get(0);
+        for (m, at) in &s.messages {
+            append_at(&tx, id, m, None, *at).await?;
+        }
+        tx.execute(
+            "UPDATE settings SET value = $3 WHERE scope = $1 AND name = $2",
+            &[&IMPORTED_SCOPE, &s.origin, &id.to_string()],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(id))
     }
 
     async fn append_messages(&self, session_id: i64, msgs: Vec<ChatMessage>) -> Result<()> {

@@ -17,7 +17,10 @@ use super::{SqliteStore, inbox, outbox};
 use crate::conversation::{ChatMessage, Usage};
 use crate::store::sessions::{RawMessage, RawSession};
 pub(super) use crate::store::sessions::{decode_session, decode_stored_message};
-use crate::store::{Result, SessionRow, SessionStats, Sessions, StoredMessage, TurnCommit};
+use crate::store::{
+    IMPORTED_SCOPE, ImportedSession, Result, SessionRow, SessionStats, Sessions, StoredMessage,
+    TurnCommit,
+};
 
 /// Read a [`RawSession`] from a row selecting those five columns in that order.
 pub(super) fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawSession> {
@@ -80,12 +83,22 @@ fn append(
     msg: &ChatMessage,
     inbox_id: Option<i64>,
 ) -> Result<()> {
+    append_at(tx, session_id, msg, inbox_id, now_millis())
+}
+
+/// Append `msg` as said at `at` (milliseconds).
+fn append_at(
+    tx: &Connection,
+    session_id: i64,
+    msg: &ChatMessage,
+    inbox_id: Option<i64>,
+    now: i64,
+) -> Result<()> {
     let calls = if msg.tool_calls.is_empty() {
         None
     } else {
         Some(serde_json::to_string(&msg.tool_calls)?)
     };
-    let now = now_millis();
     tx.prepare_cached(
         "INSERT OR IGNORE INTO messages
              (session_id, role, content, tool_calls, tool_call_id, tool_name, inbox_id, created_at)
@@ -133,6 +146,47 @@ impl Sessions for SqliteStore {
             let row = create(&tx, &key)?;
             tx.commit()?;
             Ok(row)
+        })
+        .await
+    }
+
+    async fn import_session(&self, s: ImportedSession) -> Result<Option<i64>> {
+        self.call(move |c| {
+            let tx = c.savepoint()?;
+            let seen: Option<String> = tx
+                .one(
+                    "SELECT value FROM settings WHERE scope = ?1 AND name = ?2",
+                    params![IMPORTED_SCOPE, s.origin],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if seen.is_some() {
+                return Ok(None);
+            }
+            tx.exec(
+                "INSERT INTO sessions
+                     (key, platform, owner, created_at, updated_at, ended_at, end_reason, chat_id)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7)",
+                params![
+                    s.key.to_string(),
+                    s.key.platform.as_str(),
+                    s.key.owner(),
+                    s.created_at,
+                    s.ended_at,
+                    s.end_reason,
+                    s.chat.as_ref().map(|c| c.as_str().to_owned())
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            for (m, at) in &s.messages {
+                append_at(&tx, id, m, None, *at)?;
+            }
+            tx.exec(
+                "INSERT INTO settings (scope, name, value, updated_at) VALUES (?1, ?2, ?3, ?4)",
+                params![IMPORTED_SCOPE, s.origin, id.to_string(), now_millis()],
+            )?;
+            tx.commit()?;
+            Ok(Some(id))
         })
         .await
     }

@@ -34,6 +34,7 @@ macro_rules! store_suite {
             search::read_on_continues_after_the_given_message,
             search::sessions_are_listed_and_exported,
             search::a_session_knows_the_chat_it_is_held_in,
+            search::an_imported_session_keeps_its_times_and_is_stored_once,
             settings::settings_are_set_replaced_and_deleted,
             settings::counters_start_at_one_and_count_up,
             settings::a_scope_lists_its_settings_by_name,

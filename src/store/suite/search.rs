@@ -448,3 +448,50 @@ pub(crate) async fn a_session_knows_the_chat_it_is_held_in(store: Store) {
         "nor another platform's chat of the same id"
     );
 }
+
+pub(crate) async fn an_imported_session_keeps_its_times_and_is_stored_once(store: Store) {
+    let key = dm("7");
+    let imported = ImportedSession {
+        origin: "hermes-agent:20240301_090000_abcd".into(),
+        key: key.clone(),
+        chat: Some("7".into()),
+        created_at: 1_709_283_600_000,
+        ended_at: 1_709_283_780_000,
+        end_reason: "imported".into(),
+        messages: vec![
+            (
+                ChatMessage::user("the lighthouse key is under the mat"),
+                1_709_283_600_000,
+            ),
+            (ChatMessage::assistant("noted"), 1_709_283_660_000),
+        ],
+    };
+    let id = store.import_session(imported.clone()).await.unwrap();
+    let id = id.expect("stored the first time");
+    assert_eq!(store.import_session(imported).await.unwrap(), None);
+    assert_eq!(
+        store
+            .setting(IMPORTED_SCOPE, "hermes-agent:20240301_090000_abcd")
+            .await
+            .unwrap(),
+        Some(id.to_string())
+    );
+
+    let found = store
+        .search_messages("lighthouse key", owner(&key), 5, 2)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].session.id, id);
+    assert_eq!(found[0].session.created_at, 1_709_283_600_000);
+    assert_eq!(
+        contents(&found[0].excerpts[0]),
+        ["the lighthouse key is under the mat", "noted"]
+    );
+    assert_eq!(found[0].excerpts[0][1].created_at, 1_709_283_660_000);
+    let summary = store.session_summary(id).await.unwrap().unwrap();
+    assert_eq!(summary.ended_at, Some(1_709_283_780_000));
+    assert_eq!(summary.messages, 2);
+    // The key has no active session: the next message starts a fresh one.
+    assert_eq!(store.session_current(&key).await.unwrap(), None);
+}
