@@ -376,7 +376,7 @@ async fn processes_ride_out_a_postgresql_restart_and_lose_nothing() {
     let server = support::postgres::PrivateServer::start(port);
     let db = support::postgres::connect(&server.url).await;
     let mut w = world(USERS, &server.url).await;
-    let _daemons = vec![join(&mut w).await, join(&mut w).await];
+    let _daemons = [join(&mut w).await, join(&mut w).await];
     receiver(&db).await;
     let send_round = |n: i64| {
         for u in FIRST_USER..FIRST_USER + USERS {
