@@ -197,10 +197,11 @@ fn read_sqlite(path: &Path) -> Result<Vec<Vec<Vec<Cell>>>> {
                 reason: e.to_string(),
             })?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version != 8 {
+    // Version 9 added nothing to SQLite (PostgreSQL's processes and leases are not copied).
+    if version != 9 {
         return Err(StoreError::Corrupt(format!(
             "the SQLite store is at schema version {version}; open it once with this hermes \
-             (hermes doctor) to bring it to version 8 before copying it"
+             (hermes doctor) to bring it to version 9 before copying it"
         )));
     }
     let tx = conn.transaction()?;
