@@ -68,16 +68,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             } else {
                 MAX_IN_FLIGHT + busy.len()
             };
-            match shared
-                .store
-                .outbox_due(
-                    &shared.cluster.me.id,
-                    now_millis(),
-                    limit,
-                    &shared.cluster.cannot_send(),
-                )
-                .await
-            {
+            match due(&shared, limit).await {
                 Ok(rows) => {
                     for row in rows {
                         if busy.len() >= MAX_IN_FLIGHT {
@@ -180,19 +171,23 @@ async fn guarded_send(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
     }
 }
 
+/// Up to `limit` due replies this process may send (claimed for it on a shared store).
+async fn due(shared: &Shared, limit: usize) -> crate::store::Result<Vec<OutboxRow>> {
+    shared
+        .store
+        .outbox_due(
+            &shared.cluster.me.id,
+            now_millis(),
+            limit,
+            &shared.cluster.cannot_send(),
+        )
+        .await
+}
+
 /// At shutdown: send what is due, one by one, until nothing is due or the deadline passes.
 pub(crate) async fn flush(shared: &Arc<Shared>, deadline: tokio::time::Instant) {
     loop {
-        let rows = match shared
-            .store
-            .outbox_due(
-                &shared.cluster.me.id,
-                now_millis(),
-                MAX_IN_FLIGHT,
-                &shared.cluster.cannot_send(),
-            )
-            .await
-        {
+        let rows = match due(shared, MAX_IN_FLIGHT).await {
             Ok(rows) if !rows.is_empty() => rows,
             _ => return,
         };
