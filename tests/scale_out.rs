@@ -10,6 +10,8 @@ mod support;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+use support::Buttons;
 use support::daemon::{Daemon, World};
 use support::llm::Reply;
 
@@ -275,6 +277,187 @@ async fn throughput_with_one_two_and_three_processes() {
     }
 }
 
+/// Two processes in Telegram webhook mode behind nginx (round-robin), Telegram pushing the
+/// queue over many connections at once: every update is answered once, whichever process
+/// received it, and a request with a wrong secret is refused by whichever process gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_webhook_processes_behind_nginx_answer_every_update_once() {
+    const USERS: i64 = 20;
+    const PER_USER: i64 = 10;
+    const TOTAL: usize = (USERS * PER_USER) as usize;
+    const SECRET: &str = "shared-by-the-Processes_1";
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let mut w = world(USERS, &url).await;
+    let ports = [support::http::free_port(), support::http::free_port()];
+    let lb = support::nginx::Balancer::start(&ports.map(|p| format!("127.0.0.1:{p}")));
+    w.set_env("TELEGRAM_MODE", "webhook");
+    w.set_env("TELEGRAM_WEBHOOK_URL", &format!("{}/telegram", lb.url));
+    w.set_env("TELEGRAM_WEBHOOK_SECRET", SECRET);
+    let mut daemons = Vec::new();
+    for port in ports {
+        w.set_env("TELEGRAM_WEBHOOK_LISTEN", &format!("127.0.0.1:{port}"));
+        daemons.push(join(&mut w).await);
+    }
+    for d in &daemons {
+        d.wait_log("Telegram connected (webhook)", 1, support::WAIT)
+            .await;
+    }
+    let hook = w.tg.webhook().expect("registered");
+    assert_eq!(hook.url, format!("{}/telegram", lb.url));
+    assert_eq!(hook.secret_token.as_deref(), Some(SECRET));
+    assert!(
+        holder(&db, "receive:telegram").await.is_none(),
+        "pushed updates need no receiving lease"
+    );
+
+    for n in 0..PER_USER {
+        for u in FIRST_USER..FIRST_USER + USERS {
+            w.tg.private_text(u, "Member", &format!("u{u} m{n}"));
+        }
+    }
+    // Telegram's default: up to 40 connections at once.
+    let posts = w.tg.deliver_pending(40, Duration::from_secs(60)).await;
+    wait_replies(&w, TOTAL, Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let got = replies(&w);
+    let doubled: Vec<_> = got.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "answered twice: {doubled:?}");
+    assert_eq!(got.len(), TOTAL);
+    assert_turns_never_overlap(&w);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM inbox").await, TOTAL as i64);
+
+    // Round-robin: each process took a fair share of the updates.
+    let answered = lb.answered();
+    for port in ports {
+        let ok = answered
+            .get(&format!("127.0.0.1:{port}"))
+            .and_then(|by| by.get(&200))
+            .copied()
+            .unwrap_or(0);
+        assert!(
+            ok >= TOTAL / 4,
+            "process on port {port} took {ok} of {posts} POSTs: {answered:?}"
+        );
+    }
+
+    // A forged request is refused with 401 by either process (two in a row: one each).
+    let forged = w.tg.private_text(FIRST_USER, "Member", "u5000 forged");
+    let body = w.tg.update_json(forged.update_id).to_string();
+    for _ in 0..2 {
+        assert_eq!(
+            w.tg.post_raw(body.clone(), Some("shared-by-the-Processes_2"))
+                .await,
+            401
+        );
+    }
+    // nginx writes a request's log line as it finishes it.
+    let refusals = |by: &HashMap<String, HashMap<u16, usize>>| {
+        by.values().filter_map(|s| s.get(&401)).sum::<usize>()
+    };
+    let deadline = Instant::now() + support::WAIT;
+    while refusals(&lb.answered()) < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused = lb.answered();
+    for port in ports {
+        let n = refused
+            .get(&format!("127.0.0.1:{port}"))
+            .and_then(|by| by.get(&401))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(n, 1, "port {port}: {refused:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(replies(&w).len(), TOTAL, "nothing forged was answered");
+
+    // `hermes status` (answered by one process) shows the whole deployment; a stopped process
+    // shows as gone.
+    let (_, out, err) = w.run(&["status"]);
+    assert!(
+        out.contains("deployment: 2 live process(es) on the shared store"),
+        "{out}{err}"
+    );
+    assert_eq!(out.matches(" (this): live, beat ").count(), 1, "{out}");
+    let stopped = daemons.remove(0).terminate(support::WAIT);
+    assert!(stopped.success());
+    let (_, out, err) = w.run(&["status"]);
+    assert!(out.contains("deployment: 1 live process(es)"), "{out}{err}");
+    assert_eq!(out.matches(": GONE, beat ").count(), 1, "{out}");
+}
+
+/// Two processes on one database: every user's turn asks to confirm a command, and each press
+/// reaches the turn waiting for it, whichever process's router claimed the press (a process
+/// hands a session's messages to the process running its turn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn confirmations_reach_the_waiting_turn_whichever_process_routes_the_press() {
+    const USERS: i64 = 12;
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let mut w = world(USERS, &url).await;
+    w.llm.set_default(|req| {
+        if let Some((_, out)) = req.tool_results().last() {
+            return Reply::text(format!("done {}", out.trim()));
+        }
+        let said = req.last_user_text().unwrap_or_default();
+        let user = said
+            .split_whitespace()
+            .next()
+            .unwrap_or("nobody")
+            .to_owned();
+        Reply::tool_call("terminal", json!({"command": format!("echo ran-{user}")}))
+    });
+    let _daemons = [join(&mut w).await, join(&mut w).await];
+    receiver(&db).await;
+    for u in FIRST_USER..FIRST_USER + USERS {
+        w.tg.private_text(u, "Member", &format!("u{u} run it"));
+    }
+    let asked = |w: &World| {
+        w.tg.sent()
+            .into_iter()
+            .filter(|m| m.visible_text.contains("Permission needed: terminal"))
+            .collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while asked(&w).len() < USERS as usize {
+        assert!(Instant::now() < deadline, "{} asked", asked(&w).len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for request in asked(&w) {
+        let user = request.chat_id;
+        w.tg.callback_query(
+            user,
+            user,
+            request.message_id,
+            &request.button("Allow once"),
+        );
+    }
+    let done = |w: &World| {
+        w.tg.sent()
+            .into_iter()
+            .filter(|m| m.visible_text.starts_with("done "))
+            .map(|m| (m.chat_id, m.visible_text))
+            .collect::<Vec<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done(&w).len() < USERS as usize {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {USERS} confirmed calls ran: {:?}",
+            done(&w).len(),
+            support::telegram::visible(&w.tg.sent())
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (user, text) in done(&w) {
+        assert!(text.contains(&format!("ran-u{user}")), "{user}: {text}");
+    }
+    println!(
+        "{} press(es) handed to the process running the session",
+        w.logged("handed to the process running the session")
+    );
+}
+
 /// The process (of `daemons`) whose registration id is `id`.
 fn by_id(daemons: &mut [Daemon], id: &str) -> usize {
     let pid: i32 = id.split(':').nth(1).and_then(|p| p.parse().ok()).unwrap();
@@ -366,10 +549,10 @@ async fn a_process_paused_past_its_lease_writes_nothing_stale_when_it_resumes() 
     assert!(daemons[paused].log().contains("missed its heartbeat"));
 }
 
-/// Passes alone (4 s), but stalls with some messages unanswered after 120 s when the other tests
-/// of this file run beside it (2 runs of 3): not yet understood, so it does not run in CI.
+/// PostgreSQL stops (fast shutdown: every connection cut) and starts again mid-run: a write that
+/// failed meanwhile is tried again (a message not yet routed, a session lease not yet given
+/// back), so every message is answered, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "stalls under parallel load after a PostgreSQL restart (under investigation)"]
 async fn processes_ride_out_a_postgresql_restart_and_lose_nothing() {
     const USERS: i64 = 10;
     let port = 20_000 + (std::process::id() % 10_000) as u16;

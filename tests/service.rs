@@ -350,10 +350,15 @@ fn verify_unit(w: &World, user: bool) {
     } else {
         &["gateway", "unit"]
     };
+    verify(w, args, "hermes.service", user);
+}
+
+/// `systemd-analyze verify` on what `hermes <args>` prints, written as `file`.
+fn verify(w: &World, args: &[&str], file: &str, user: bool) -> String {
     let (status, unit, err) = w.run(args);
     assert!(status.success(), "{err}");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("hermes.service");
+    let path = dir.path().join(file);
     std::fs::write(&path, &unit).unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let mut cmd = std::process::Command::new("systemd-analyze");
@@ -371,6 +376,7 @@ fn verify_unit(w: &World, user: bool) {
         out.status.success() && stderr.trim().is_empty(),
         "{stderr}\n{unit}"
     );
+    unit
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -378,6 +384,24 @@ async fn the_systemd_units_pass_systemd_analyze_verify() {
     let w = World::new("").await;
     verify_unit(&w, false);
     verify_unit(&w, true);
+    // The template for several processes of one deployment, verified as an instance of it.
+    let template = verify(
+        &w,
+        &["gateway", "unit", "--template"],
+        "hermes@2.service",
+        false,
+    );
+    assert!(
+        template.contains(
+            "EnvironmentFile=-/etc/hermes/hermes.env\nEnvironmentFile=-/etc/hermes/hermes-%i.env\n"
+        ),
+        "{template}"
+    );
+    assert!(template.contains("Description=hermes AI agent gateway, process %i"));
+    assert!(template.contains(&format!(
+        "ExecStart={} --config /etc/hermes/config.toml gateway",
+        support::daemon::binary_canonical()
+    )));
     let (status, out, _) = w.run(&["gateway", "install", "--user", "--dry-run"]);
     assert!(status.success(), "{out}");
     assert!(out.contains("would write "), "{out}");

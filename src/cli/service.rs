@@ -41,6 +41,10 @@ pub enum ServiceAction {
     Unit {
         #[arg(long)]
         user: bool,
+        /// The template unit `hermes@.service` instead: several processes of one deployment on
+        /// this host (`systemctl enable --now hermes@1 hermes@2`), on a shared PostgreSQL store.
+        #[arg(long, conflicts_with = "user")]
+        template: bool,
     },
 }
 
@@ -93,8 +97,9 @@ impl Step {
 
 pub(super) fn service(action: ServiceAction) -> Outcome {
     let (steps, dry_run) = match action {
-        ServiceAction::Unit { user } => {
-            return super::emit(&unit_text(user, &binary()?));
+        ServiceAction::Unit { user, template } => {
+            let unit = unit_text(user, &binary()?);
+            return super::emit(&if template { template_unit(&unit) } else { unit });
         }
         ServiceAction::Install {
             user,
@@ -142,6 +147,34 @@ fn home_dir() -> PathBuf {
 pub fn unit_text(user: bool, binary: &str) -> String {
     let shipped = if user { USER_UNIT } else { SYSTEM_UNIT };
     shipped.replace(SHIPPED_PATH, binary)
+}
+
+/// The system unit as the template `hermes@.service`: instance `%i` is one process of a
+/// deployment on a shared store, reading `/etc/hermes/hermes-%i.env` after the common
+/// environment for what must differ per process on one host (its admin and webhook ports).
+pub fn template_unit(system_unit: &str) -> String {
+    let head = "# hermes as several processes of one deployment on this host, on a shared PostgreSQL store\n\
+# (HERMES_DATABASE_URL in /etc/hermes/hermes.env). Install as /etc/systemd/system/hermes@.service,\n\
+# then `systemctl enable --now hermes@1 hermes@2 hermes@3`. Each instance reads\n\
+# /etc/hermes/hermes-<instance>.env after hermes.env: give each its own HERMES_ADMIN_LISTEN\n\
+# (127.0.0.1:8701, 127.0.0.1:8702, …) and, in Telegram webhook mode, TELEGRAM_WEBHOOK_LISTEN\n\
+# (the load balancer's upstreams). State in /var/lib/hermes (memory files, skills) is shared.\n";
+    let body: String = system_unit
+        .lines()
+        .skip_while(|l| l.starts_with('#') || l.is_empty())
+        .map(|l| {
+            if l.starts_with("Description=") {
+                "Description=hermes AI agent gateway, process %i of a deployment on a shared store"
+                    .to_owned()
+            } else if l == "EnvironmentFile=-/etc/hermes/hermes.env" {
+                format!("{l}\nEnvironmentFile=-/etc/hermes/hermes-%i.env")
+            } else {
+                l.to_owned()
+            }
+        })
+        .map(|l| l + "\n")
+        .collect();
+    format!("{head}\n{body}")
 }
 
 fn systemctl(user: bool, args: &[&str]) -> Step {

@@ -144,6 +144,33 @@ pub(super) fn render(r: &StatusReport) -> String {
             r.poisoned
         ));
     }
+    if !r.deployment.is_empty() {
+        let live = r.deployment.iter().filter(|p| p.live).count();
+        out.push_str(&format!(
+            "deployment: {live} live process(es) on the shared store\n"
+        ));
+        for p in &r.deployment {
+            let roles = p
+                .roles
+                .iter()
+                .map(|l| l.strip_prefix("receive:").unwrap_or(l))
+                .collect::<Vec<_>>();
+            out.push_str(&format!(
+                "  {}{}: {}, beat {} ago, {} session(s) running{}, v{}\n",
+                p.id,
+                if p.this { " (this)" } else { "" },
+                if p.live { "live" } else { "GONE" },
+                duration(p.beat_secs),
+                p.sessions,
+                if roles.is_empty() {
+                    String::new()
+                } else {
+                    format!(", receives {}", roles.join(", "))
+                },
+                p.version
+            ));
+        }
+    }
     if let Some(e) = &r.reload_error {
         out.push_str(&format!(
             "reload:    refused, old configuration in force: {e}\n"

@@ -295,6 +295,28 @@ fn telegram_webhook_mode_comes_from_file_and_environment_with_key_precise_errors
     }
 }
 
+#[cfg(feature = "postgres")]
+#[test]
+fn webhook_mode_on_a_shared_store_needs_a_configured_secret() {
+    let base = "[store]\nbackend = \"postgres\"\nurl = \"postgres://hermes@127.0.0.1/hermes\"\n\
+                [telegram]\nmode = \"webhook\"\nwebhook_url = \"https://bot.example.com/telegram\"\n";
+    let err = parse(base).unwrap().validate().unwrap_err();
+    assert_eq!(err.key, "telegram.webhook_secret");
+    assert!(err.problem.contains("load balancer"), "{}", err.problem);
+    parse(&format!("{base}webhook_secret = \"shared-Secret_1\"\n"))
+        .unwrap()
+        .validate()
+        .unwrap();
+    // One process on SQLite may generate its own.
+    parse(&format!(
+        "[telegram]{}",
+        base.split_once("[telegram]").unwrap().1
+    ))
+    .unwrap()
+    .validate()
+    .unwrap();
+}
+
 #[test]
 fn slack_comes_from_the_environment_and_needs_a_receiver() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use crate::store::fence::Fence;
-use crate::store::{ProcessInfo, Store, session_lease};
+use crate::store::{ProcessInfo, Store, StoreError, session_lease};
 
 /// This process in its deployment.
 pub(crate) struct Cluster {
@@ -61,39 +61,54 @@ impl Cluster {
         }
     }
 
-    /// Take the lease on `key`'s turns: `None` while another live process runs them.
-    pub async fn take_session(&self, store: &Store, key: &SessionKey) -> Option<Fence> {
+    /// Take the lease on `key`'s turns: `Ok(None)` while another live process runs them; an
+    /// error when the store cannot tell (the lease may even have been taken: the caller keeps
+    /// trying rather than leave the session, which no other process would take from a live one).
+    pub async fn take_session(
+        &self,
+        store: &Store,
+        key: &SessionKey,
+    ) -> Result<Option<Fence>, StoreError> {
         let lease = session_lease(key);
         if !self.shared {
-            return Some(Fence { lease, token: 0 });
+            return Ok(Some(Fence { lease, token: 0 }));
         }
-        match store.lease_take(&lease, &self.me.id).await {
-            Ok(Some(token)) => Some(Fence { lease, token }),
-            Ok(None) => None,
+        let token = store.lease_take(&lease, &self.me.id).await?;
+        Ok(token.map(|token| Fence { lease, token }))
+    }
+
+    /// Whether this process still holds `fence`; `None` when the store cannot tell now.
+    pub async fn holds(&self, store: &Store, fence: &Fence) -> Option<bool> {
+        if !self.shared {
+            return Some(true);
+        }
+        match store
+            .lease_held(&fence.lease, &self.me.id, fence.token)
+            .await
+        {
+            Ok(held) => Some(held),
             Err(e) => {
-                tracing::warn!(session = %key, error = %e, "cannot take the session's lease");
+                tracing::warn!(lease = %fence.lease, error = %e, "cannot check a lease; kept until the store answers");
                 None
             }
         }
     }
 
-    /// Whether this process still holds `fence`.
-    pub async fn holds(&self, store: &Store, fence: &Fence) -> bool {
-        !self.shared
-            || store
-                .lease_held(&fence.lease, &self.me.id, fence.token)
-                .await
-                .unwrap_or(false)
-    }
-
-    /// Give a lease back.
-    pub async fn release(&self, store: &Store, fence: &Fence) {
-        if self.shared
-            && let Err(e) = store
-                .lease_release(&fence.lease, &self.me.id, fence.token)
-                .await
+    /// Give a lease back; `false` when the store did not take the release (the caller keeps
+    /// the lease and tries again: a lease left to a live process would pass to nobody).
+    pub async fn release(&self, store: &Store, fence: &Fence) -> bool {
+        if !self.shared {
+            return true;
+        }
+        match store
+            .lease_release(&fence.lease, &self.me.id, fence.token)
+            .await
         {
-            tracing::warn!(lease = %fence.lease, error = %e, "cannot give a lease back; it passes on when this process stops beating");
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(lease = %fence.lease, error = %e, "cannot give a lease back yet");
+                false
+            }
         }
     }
 }

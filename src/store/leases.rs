@@ -97,6 +97,14 @@ pub trait Leases: Send + Sync {
     /// Give lease `name` back, if `me` still holds it with `token`.
     async fn lease_release(&self, name: &str, me: &str, token: i64) -> Result<()>;
 
+    /// The live process holding lease `name`, if any.
+    async fn lease_holder(&self, name: &str) -> Result<Option<String>>;
+
+    /// Hand inbox row `id` (still `new`) to process `to`'s router: the process that runs the
+    /// row's session, where the turn waiting for an answer (or to be stopped) lives. Should
+    /// `to` vanish, the row passes on like any claimed row.
+    async fn inbox_hand(&self, id: i64, to: &str) -> Result<()>;
+
     /// The processes registered in the last `recent_ms`, newest first, with their roles.
     async fn deployment(&self, recent_ms: i64) -> Result<Vec<ProcessRow>>;
 

@@ -15,6 +15,7 @@ pub mod email;
 pub mod http;
 pub mod llm;
 pub mod mcp;
+pub mod nginx;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod proxy;

@@ -2,6 +2,7 @@
 //! happens to each: ignored (sender not allowed, not addressed to the bot, another bot), answered
 //! as a chat command, or queued in its session's lane.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hermes_adapter::{ChatKind, Message, Platform, SessionKey, Trigger};
@@ -11,7 +12,7 @@ use crate::gateway::lanes::shares::Pace;
 use crate::gateway::outbound::replies::replies;
 use crate::gateway::{Reply, Shared};
 use crate::policy::{Answer, Role};
-use crate::store::{InboxOutcome, InboxRow};
+use crate::store::{InboxOutcome, InboxRow, session_lease};
 
 const BATCH: usize = 100;
 const SHARED_BATCH: usize = 8;
@@ -34,7 +35,25 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         Err(e) => tracing::error!(error = %e, "cannot read queued messages"),
     }
     let mut last = 0i64;
+    // Rows read and not yet routed, in order: a row whose fate the store did not take (it is
+    // failing, or restarting) is routed again after a pause, before anything behind it. On a
+    // shared store the row stays claimed by this process meanwhile, so no other routes it.
+    let mut unrouted: VecDeque<InboxRow> = VecDeque::new();
     loop {
+        while let Some(row) = unrouted.pop_front() {
+            if route(&shared, &row).await {
+                continue;
+            }
+            tracing::warn!(
+                inbox = row.id,
+                "a message could not be routed; trying again"
+            );
+            unrouted.push_front(row);
+            tokio::select! {
+                _ = tokio::time::sleep(RETRY) => {}
+                _ = shared.intake.cancelled() => return,
+            }
+        }
         // Register interest before reading, so a row stored during the read still wakes us.
         let signal = shared.inbox_signal.notified();
         // On a shared store the routers of all processes claim rows: small batches spread them.
@@ -49,16 +68,14 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             .await
         {
             Ok(rows) if !rows.is_empty() => {
-                for row in rows {
-                    last = row.id;
-                    route(&shared, row).await;
-                }
+                last = rows.last().map_or(last, |r| r.id);
+                unrouted.extend(rows);
                 continue;
             }
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the inbox; retrying");
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                tokio::time::sleep(RETRY).await;
                 continue;
             }
         }
@@ -69,35 +86,52 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-async fn route(shared: &Arc<Shared>, row: InboxRow) {
+/// The pause before the store is asked again.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Decide `row`'s fate and record it; `false` when the store did not take it (the row is
+/// routed again). A command whose answer could not be stored may run twice.
+async fn route(shared: &Arc<Shared>, row: &InboxRow) -> bool {
     let msg = &row.message;
     let ignore = |outcome: InboxOutcome| async move {
-        if let Err(e) = shared.store.inbox_ignore(row.id, outcome).await {
-            tracing::error!(error = %e, "cannot update the inbox");
+        match shared.store.inbox_ignore(row.id, outcome).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot update the inbox");
+                false
+            }
         }
     };
     let role = match shared.authz().role(msg.platform, &msg.sender.id) {
         Some(role) => role,
-        None => match stranger(shared, &row).await {
-            Some(role) => role,
-            None => return,
+        None => match stranger(shared, row).await {
+            Ok(role) => role,
+            Err(recorded) => return recorded,
         },
     };
     if msg.sender.is_bot {
         return ignore(InboxOutcome::NotAddressed).await;
     }
     let key = SessionKey::for_message(msg, shared.config().gateway.group_sessions);
+    // On a shared store a session's messages are routed where its turn runs, so that an answer
+    // to a waiting confirmation or question, a /stop or an interruption reaches that turn.
+    if let Some(stored) = hand_over(shared, row, &key).await {
+        return stored;
+    }
     // Answers to a waiting confirmation or question go to the waiting turn, not to the lane.
     if let Some(answered) = answer_waiting(shared, msg, &key) {
         tracing::info!(session = %key, "{answered}");
-        if let Err(e) = shared
+        return match shared
             .store
             .inbox_finish(vec![row.id], InboxOutcome::Command)
             .await
         {
-            tracing::error!(error = %e, "cannot update the inbox");
-        }
-        return;
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot update the inbox");
+                false
+            }
+        };
     }
     if !msg.trigger.addressed() {
         tracing::debug!(platform = %msg.platform, chat = %msg.chat.id, "ignoring a message not addressed to the bot");
@@ -107,16 +141,16 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         && let Some(reply) = commands::handle(shared, msg, &key, role, &name, arg).await
     {
         let reply_key = format!("{}:{}", hermes_adapter::keys::COMMAND, row.id);
-        return answer_at_once(shared, &row, &reply, &reply_key, InboxOutcome::Command).await;
+        return answer_at_once(shared, row, &reply, &reply_key, InboxOutcome::Command).await;
     }
     if let Some(note) = crate::gateway::lanes::documents::refusal(&shared.config().documents, msg) {
         tracing::info!(session = %key, "a message of only oversized files refused without a turn");
         let reply_key = format!("refused:{}", row.id);
-        return answer_at_once(shared, &row, &note, &reply_key, InboxOutcome::Refused).await;
+        return answer_at_once(shared, row, &note, &reply_key, InboxOutcome::Refused).await;
     }
     if let Err(e) = shared.store.inbox_queue(row.id, &key).await {
-        tracing::error!(error = %e, "cannot queue a message; it is retried at the next start");
-        return;
+        tracing::error!(error = %e, "cannot queue a message");
+        return false;
     }
     // Over their rate a person's messages still queue, but no longer interrupt the running
     // turn (each interruption is another paid model call); they are told once a minute.
@@ -135,12 +169,40 @@ async fn route(shared: &Arc<Shared>, row: InboxRow) {
         .pool
         .notify(shared, &key, row.id, Some((&msg.sender.id, interrupt)))
         .await;
+    true
+}
+
+/// On a shared store, hand an addressed `row` to the live process running `key`'s turn when
+/// that is another one: `Some(stored)` when handed (`false`: the store did not take it),
+/// `None` to route it here.
+async fn hand_over(shared: &Arc<Shared>, row: &InboxRow, key: &SessionKey) -> Option<bool> {
+    if !shared.cluster.shared || !row.message.trigger.addressed() {
+        return None;
+    }
+    let holder = match shared.store.lease_holder(&session_lease(key)).await {
+        Ok(Some(holder)) if holder != shared.cluster.me.id => holder,
+        Ok(_) => return None,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot tell which process runs the session");
+            return Some(false);
+        }
+    };
+    match shared.store.inbox_hand(row.id, &holder).await {
+        Ok(()) => {
+            tracing::debug!(session = %key, process = %holder, "handed to the process running the session");
+            Some(true)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot hand a message to the process running its session");
+            Some(false)
+        }
+    }
 }
 
 /// A message from someone no list allows: served as a user if they were paired, offered a
-/// pairing code if pairing is on and they wrote in a direct chat, ignored otherwise (`None`:
-/// the row is finished here).
-async fn stranger(shared: &Arc<Shared>, row: &InboxRow) -> Option<Role> {
+/// pairing code if pairing is on and they wrote in a direct chat, ignored otherwise (`Err`:
+/// the row is finished here; `Err(false)` when the store did not take that).
+async fn stranger(shared: &Arc<Shared>, row: &InboxRow) -> Result<Role, bool> {
     let msg = &row.message;
     let pairs = shared.config().access.pairing
         && msg.chat.kind == ChatKind::Direct
@@ -152,7 +214,7 @@ async fn stranger(shared: &Arc<Shared>, row: &InboxRow) -> Option<Role> {
     let settings = shared.store.settings();
     if pairs {
         match pairing::is_approved(&*settings, msg.platform, &msg.sender.id).await {
-            Ok(true) => return Some(Role::User),
+            Ok(true) => return Ok(Role::User),
             Ok(false) => {}
             Err(e) => tracing::error!(error = %e, "cannot read the pairings"),
         }
@@ -177,37 +239,45 @@ async fn stranger(shared: &Arc<Shared>, row: &InboxRow) -> Option<Role> {
         Some(text) => {
             tracing::info!(platform = %msg.platform, user = %msg.sender.id, "pairing code offered");
             let key = format!("pairing:{}", row.id);
-            answer_at_once(shared, row, &text, &key, InboxOutcome::Unauthorized).await;
+            Err(answer_at_once(shared, row, &text, &key, InboxOutcome::Unauthorized).await)
         }
-        None => {
-            if let Err(e) = shared
-                .store
-                .inbox_ignore(row.id, InboxOutcome::Unauthorized)
-                .await
-            {
+        None => match shared
+            .store
+            .inbox_ignore(row.id, InboxOutcome::Unauthorized)
+            .await
+        {
+            Ok(()) => Err(true),
+            Err(e) => {
                 tracing::error!(error = %e, "cannot update the inbox");
+                Err(false)
             }
-        }
+        },
     }
-    None
 }
 
-/// Answer `row` without a turn (a command, a refusal) and finish it as `outcome`.
+/// Answer `row` without a turn (a command, a refusal) and finish it as `outcome`; `false` when
+/// the store did not take it.
 async fn answer_at_once(
     shared: &Arc<Shared>,
     row: &InboxRow,
     text: &str,
     reply_key: &str,
     outcome: InboxOutcome,
-) {
+) -> bool {
     let rows = replies(shared, &row.message, text, reply_key);
     match shared
         .store
         .reply_and_finish(vec![row.id], outcome, rows)
         .await
     {
-        Ok(()) => shared.outbox_signal.notify_one(),
-        Err(e) => tracing::error!(error = %e, outcome = outcome.as_str(), "cannot store a reply"),
+        Ok(()) => {
+            shared.outbox_signal.notify_one();
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, outcome = outcome.as_str(), "cannot store a reply");
+            false
+        }
     }
 }
 

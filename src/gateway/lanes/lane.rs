@@ -56,6 +56,17 @@ pub(crate) struct LaneState {
     pub requester: Option<hermes_adapter::UserId>,
 }
 
+/// The wait before the lane asks a store that did not answer again.
+const STORE_WAIT: Duration = Duration::from_secs(1);
+
+/// Sleep `wait`; `true` when the gateway began draining meanwhile.
+async fn pause(shared: &Shared, wait: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => false,
+        _ = shared.draining.cancelled() => true,
+    }
+}
+
 /// Messages answered together in one turn at most (interrupt mode); the rest wait their turn.
 const MAX_BATCH: usize = 20;
 
@@ -166,8 +177,15 @@ async fn run_leased(shared: &Arc<Shared>, lane: &Arc<Lane>, lease: &mut Option<F
         let Some(person) = next else {
             if let Some(fence) = lease.take() {
                 // Nothing queued: let any process run the session's next message (and look
-                // once more, for a message queued while the lease was still held here).
-                shared.cluster.release(&shared.store, &fence).await;
+                // once more, for a message queued while the lease was still held here). A
+                // release the store did not take is tried again: no other process takes a
+                // session from a live one.
+                if !shared.cluster.release(&shared.store, &fence).await {
+                    *lease = Some(fence);
+                    if pause(shared, STORE_WAIT).await {
+                        return;
+                    }
+                }
                 continue;
             }
             tokio::select! {
@@ -185,8 +203,16 @@ async fn run_leased(shared: &Arc<Shared>, lane: &Arc<Lane>, lease: &mut Option<F
         };
         if lease.is_none() {
             match shared.cluster.take_session(&shared.store, &lane.key).await {
-                Some(fence) => *lease = Some(fence),
-                None => {
+                Ok(Some(fence)) => *lease = Some(fence),
+                Err(e) => {
+                    // The store cannot tell (it may even have given the lease): keep trying.
+                    tracing::warn!(session = %lane.key, error = %e, "cannot take the session's lease; retrying");
+                    if pause(shared, STORE_WAIT).await {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(None) => {
                     // Another live process runs this session and takes its queued messages.
                     if shared.pool.retire(lane) {
                         tracing::debug!(session = %lane.key, "another process runs this session");
@@ -245,7 +271,7 @@ async fn run_leased(shared: &Arc<Shared>, lane: &Arc<Lane>, lease: &mut Option<F
         }
         if retry_in.is_some()
             && let Some(fence) = lease.as_ref()
-            && !shared.cluster.holds(&shared.store, fence).await
+            && shared.cluster.holds(&shared.store, fence).await == Some(false)
         {
             // Taken over while this process was paused or cut off: its writes were refused,
             // and the session's messages are the new holder's.

@@ -57,6 +57,27 @@ pub struct StatusReport {
     /// Model calls allowed and running at once, per endpoint and model.
     #[serde(default)]
     pub llm_limits: Vec<crate::llm::limit::LimitStatus>,
+    /// On a shared store: every process of the deployment seen in the last ten minutes.
+    #[serde(default)]
+    pub deployment: Vec<ProcessLine>,
+}
+
+/// One process of a deployment on a shared store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProcessLine {
+    /// `host:pid:salt`.
+    pub id: String,
+    pub version: String,
+    /// The process that answered this report.
+    pub this: bool,
+    /// Its heartbeat is current (it holds its roles and sessions).
+    pub live: bool,
+    /// Seconds since its last heartbeat, by the database's clock.
+    pub beat_secs: u64,
+    /// The roles it holds (`receive:telegram`…).
+    pub roles: Vec<String>,
+    /// Sessions whose turns it runs now.
+    pub sessions: u64,
 }
 
 /// One MCP server in the report.
@@ -169,10 +190,41 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
             })
             .collect(),
         llm_limits: crate::llm::limit::snapshot(),
+        deployment: deployment(shared).await,
     };
     refresh_gauges(metrics(), &report);
     report
 }
+
+/// The deployment's processes as the shared store has them (empty with one process).
+async fn deployment(shared: &Shared) -> Vec<ProcessLine> {
+    if !shared.cluster.shared {
+        return Vec::new();
+    }
+    let rows = match shared.store.deployment(DEPLOYMENT_WINDOW_MS).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the deployment from the shared store");
+            return Vec::new();
+        }
+    };
+    let newest = rows.iter().map(|r| r.beat_at).max().unwrap_or_default();
+    let now = hermes_adapter::now_millis().max(newest);
+    rows.into_iter()
+        .map(|r| ProcessLine {
+            this: r.id == shared.cluster.me.id,
+            beat_secs: ((now - r.beat_at).max(0) / 1000) as u64,
+            id: r.id,
+            version: r.version,
+            live: r.live,
+            roles: r.roles,
+            sessions: r.sessions,
+        })
+        .collect()
+}
+
+/// How far back `hermes status` lists processes (a stopped one shows as gone for this long).
+const DEPLOYMENT_WINDOW_MS: i64 = 10 * 60 * 1000;
 
 fn refresh_gauges(m: &Metrics, r: &StatusReport) {
     let set = |g: &prometheus_client::metrics::gauge::Gauge, v: u64| {

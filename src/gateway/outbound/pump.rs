@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use hermes_adapter::{SendError, now_millis};
+use hermes_adapter::{Platform, SendError, now_millis};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -173,14 +173,16 @@ async fn guarded_send(shared: &Shared, row: OutboxRow) -> Option<Unrecorded> {
 
 /// Up to `limit` due replies this process may send (claimed for it on a shared store).
 async fn due(shared: &Shared, limit: usize) -> crate::store::Result<Vec<OutboxRow>> {
+    let mut skip = shared.cluster.cannot_send();
+    if shared.cluster.shared {
+        // Replies for a platform this process runs no adapter for are left to a process that
+        // does (the processes of a deployment may differ: the HTTP API on one of them).
+        let here = shared.adapter_platforms();
+        skip.extend(Platform::ALL.iter().filter(|p| !here.contains(p)));
+    }
     shared
         .store
-        .outbox_due(
-            &shared.cluster.me.id,
-            now_millis(),
-            limit,
-            &shared.cluster.cannot_send(),
-        )
+        .outbox_due(&shared.cluster.me.id, now_millis(), limit, &skip)
         .await
 }
 

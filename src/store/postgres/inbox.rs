@@ -77,8 +77,9 @@ impl Inbox for PgStore {
 
     async fn inbox_new(&self, me: &str, _after: i64, limit: usize) -> Result<Vec<InboxRow>> {
         let c = self.client().await?;
-        // Unclaimed rows, or rows whose claimer is gone; rows this process claimed and could
-        // not route wait for its next start (as the cursor does with one process).
+        // Unclaimed rows, rows handed to this process (`to:<me>`, by a router that found this
+        // process running their session), or rows whose claimer is gone. Rows this process
+        // claimed are its router's, which keeps the ones it could not route yet.
         let mut rows = c
             .query(
                 &format!(
@@ -86,9 +87,11 @@ impl Inbox for PgStore {
                          SELECT i.id FROM inbox i
                           WHERE i.status = 'new'
                             AND (i.claimed_by IS NULL
+                                 OR i.claimed_by = 'to:' || $1
                                  OR (i.claimed_by <> $1 AND NOT EXISTS (
                                        SELECT 1 FROM processes p
-                                        WHERE p.id = i.claimed_by AND p.expires_at > hermes_now())))
+                                        WHERE p.id = regexp_replace(i.claimed_by, '^to:', '')
+                                          AND p.expires_at > hermes_now())))
                           ORDER BY i.id LIMIT $2 FOR UPDATE SKIP LOCKED)
                      RETURNING {COLUMNS}"
                 ),

@@ -240,3 +240,53 @@ async fn queued_sessions_a_live_process_runs_are_left_to_it() {
     assert!(!rows[0].live);
     assert_eq!(rows[0].sessions, 1);
 }
+
+#[tokio::test]
+async fn a_row_handed_to_the_sessions_process_is_routed_there_and_passes_on_if_it_vanishes() {
+    let store = fresh().await;
+    let (a, b, c) = (process("a"), process("b"), process("c"));
+    for p in [&a, &b, &c] {
+        store.process_beat(p, 60_000).await.unwrap();
+    }
+    let lease = session_lease(&dm("7"));
+    assert_eq!(store.lease_holder(&lease).await.unwrap(), None);
+    store
+        .lease_take(&lease, &b.id)
+        .await
+        .unwrap()
+        .expect("free");
+    assert_eq!(
+        store.lease_holder(&lease).await.unwrap(),
+        Some(b.id.clone())
+    );
+
+    let id = store
+        .inbox_insert(&message("7", "1", "yes"))
+        .await
+        .unwrap()
+        .unwrap();
+    let claimed = store.inbox_new(&a.id, 0, 10).await.unwrap();
+    assert_eq!(claimed.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
+    // a finds b running the session and hands the row over: only b's router gets it.
+    store.inbox_hand(id, &b.id).await.unwrap();
+    assert!(store.inbox_new(&a.id, 0, 10).await.unwrap().is_empty());
+    assert!(store.inbox_new(&c.id, 0, 10).await.unwrap().is_empty());
+    let got = store.inbox_new(&b.id, 0, 10).await.unwrap();
+    assert_eq!(got.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
+    assert!(
+        store.inbox_new(&b.id, 0, 10).await.unwrap().is_empty(),
+        "b's own claim now"
+    );
+
+    // Handed to a process that then vanishes: the row passes on; a vanished holder holds nothing.
+    store.inbox_hand(id, &c.id).await.unwrap();
+    lapse(&store, &c).await;
+    let got = store.inbox_new(&a.id, 0, 10).await.unwrap();
+    assert_eq!(got.iter().map(|r| r.id).collect::<Vec<_>>(), [id]);
+    lapse(&store, &b).await;
+    assert_eq!(store.lease_holder(&lease).await.unwrap(), None);
+    // A routed row is not handed back to `new`.
+    store.inbox_queue(id, &dm("7")).await.unwrap();
+    store.inbox_hand(id, &a.id).await.unwrap();
+    assert!(store.inbox_new(&a.id, 0, 10).await.unwrap().is_empty());
+}

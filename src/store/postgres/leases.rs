@@ -105,6 +105,31 @@ impl Leases for PgStore {
         .await
     }
 
+    async fn lease_holder(&self, name: &str) -> Result<Option<String>> {
+        let c = self.client().await?;
+        let row = c
+            .query_opt(
+                &format!("SELECT l.holder FROM leases l WHERE l.name = $1 AND {HOLDER_LIVE}"),
+                &[&name],
+            )
+            .await?;
+        Ok(row.and_then(|r| r.get(0)))
+    }
+
+    async fn inbox_hand(&self, id: i64, to: &str) -> Result<()> {
+        let c = self.client().await?;
+        // `to:<process>` is claimed for that process's router alone; the notification wakes it.
+        c.execute(
+            "WITH handed AS (
+                 UPDATE inbox SET claimed_by = 'to:' || $2 WHERE id = $1 AND status = 'new'
+                 RETURNING id)
+             SELECT pg_notify('hermes_inbox', id::TEXT) FROM handed",
+            &[&id, &to],
+        )
+        .await?;
+        Ok(())
+    }
+
     fn watch_inbox(
         &self,
         signal: std::sync::Arc<tokio::sync::Notify>,

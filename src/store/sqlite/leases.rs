@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::SqliteStore;
-use crate::store::{Beat, Leases, ProcessInfo, ProcessRow, Result};
+use crate::store::{Beat, Leases, ProcessInfo, ProcessRow, Result, StoreError};
 
 #[async_trait]
 impl Leases for SqliteStore {
@@ -30,6 +30,17 @@ impl Leases for SqliteStore {
 
     async fn lease_release(&self, _name: &str, _me: &str, _token: i64) -> Result<()> {
         Ok(())
+    }
+
+    async fn lease_holder(&self, _name: &str) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    async fn inbox_hand(&self, _id: i64, _to: &str) -> Result<()> {
+        // Never asked: with no other holder there is nobody to hand a row to.
+        Err(StoreError::Commit(
+            "a SQLite store serves one process: there is no other to hand a message to".into(),
+        ))
     }
 
     async fn deployment(&self, _recent_ms: i64) -> Result<Vec<ProcessRow>> {

@@ -4,10 +4,12 @@
 //! registered secret in `X-Telegram-Bot-Api-Secret-Token`, the update leaving the queue only
 //! on a 2XX answer. Every POST and the status it got back are recorded.
 //!
-//! Deviations, on purpose: delivery happens when a test calls [`FakeTelegram::post_update`]
-//! (one update, in the order the test chooses) rather than from a background loop with
-//! retries, so each test sees the exact status of each attempt; plain `http://` URLs are
-//! accepted for loopback hosts (the real server wants HTTPS on ports 443, 80, 88 or 8443).
+//! Delivery happens when a test asks: [`FakeTelegram::post_update`] posts one update, in the
+//! order the test chooses, so each test sees the exact status of each attempt;
+//! [`FakeTelegram::deliver_pending`] pushes the whole queue the way Telegram's own loop does
+//! (several connections at once, a refused update tried again until it is taken). Plain
+//! `http://` URLs are accepted for loopback hosts (the real server wants HTTPS on ports 443,
+//! 80, 88 or 8443).
 
 use std::time::{Duration, Instant};
 
@@ -134,6 +136,36 @@ impl FakeTelegram {
     pub fn update_json(&self, update_id: i64) -> Value {
         let update = self.st().history.get(&update_id).cloned();
         update.unwrap_or_else(|| panic!("update_json: no update {update_id}"))
+    }
+
+    /// Push every queued update to the webhook as Telegram's delivery loop does: up to
+    /// `connections` POSTs at once, an update that was not taken (no 2XX) tried again after a
+    /// moment, until the queue is empty. Returns the number of POSTs made.
+    pub async fn deliver_pending(&self, connections: usize, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let mut posts = 0;
+        loop {
+            let ids: Vec<i64> = self
+                .st()
+                .pending
+                .iter()
+                .filter_map(|u| u["update_id"].as_i64())
+                .collect();
+            if ids.is_empty() {
+                return posts;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "deliver_pending: {} update(s) still refused",
+                ids.len()
+            );
+            for batch in ids.chunks(connections.max(1)) {
+                let attempts = batch.iter().map(|id| self.post_update(*id));
+                futures_util::future::join_all(attempts).await;
+                posts += batch.len();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Every POST to the webhook so far.
