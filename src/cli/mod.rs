@@ -63,7 +63,7 @@ pub enum Command {
     /// First run: pick platforms, paste their tokens (hidden, checked on the spot), choose who
     /// may talk to the bot and the model, and write config.toml and hermes.env (mode 0600).
     /// `--non-interactive` takes the answers from flags, for scripts.
-    Setup(SetupArgs),
+    Setup(Box<SetupArgs>),
     /// Run the daemon in the foreground: receive messages on every configured platform and
     /// answer them. Stops gracefully on SIGINT/SIGTERM; SIGHUP reloads the configuration.
     /// `install` / `uninstall` set it up as a systemd service.
@@ -160,7 +160,7 @@ pub enum ConfigAction {
 /// Run the parsed command.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Setup(args) => setup::setup(cli.config.as_deref(), args).await,
+        Command::Setup(args) => setup::setup(cli.config.as_deref(), *args).await,
         Command::Config {
             action: ConfigAction::Check,
         } => doctor::config_check(cli.config.as_deref()),
