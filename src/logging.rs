@@ -21,9 +21,15 @@ pub enum LogFormat {
 
 /// Install the global subscriber. Message texts are logged only at debug level.
 pub fn init(format: LogFormat) {
+    init_with_default(format, "info,hyper=warn,reqwest=warn,teloxide=warn");
+}
+
+/// [`init`] with another filter when `HERMES_LOG` is unset (`hermes setup` keeps its prompts
+/// clear of info lines with `warn`).
+pub fn init_with_default(format: LogFormat, default_filter: &str) {
     let filter = EnvFilter::try_from_env("HERMES_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info,hyper=warn,reqwest=warn,teloxide=warn"));
+        .unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(Scrubbing);

@@ -12,7 +12,12 @@ fn main() -> ExitCode {
     let cli = hermes::cli::Cli::parse();
     // Two TLS backends are linked (via different HTTP stacks); pick one for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    hermes::logging::init(cli.log_format);
+    if matches!(cli.command, hermes::cli::Command::Setup(_)) {
+        // The wizard's prompts share the terminal with the log.
+        hermes::logging::init_with_default(cli.log_format, "warn");
+    } else {
+        hermes::logging::init(cli.log_format);
+    }
     // Fault injection for tests (`FAILPOINTS`); nothing without the `failpoints` feature.
     let _faults = fail::FailScenario::setup();
     // Before any thread: the process closed to its children, its credentials out of its

@@ -1,5 +1,5 @@
-//! The `hermes` command line: `gateway`, `chat`, `config check`, `doctor`, `sessions`, `skills`,
-//! `backup`, `restore`, `import`.
+//! The `hermes` command line: `setup`, `gateway`, `chat`, `config check`, `doctor`, `sessions`,
+//! `skills`, `backup`, `restore`, `import`.
 
 mod backup;
 mod chat;
@@ -14,6 +14,7 @@ mod mcp_serve;
 mod pairing;
 mod service;
 mod sessions;
+mod setup;
 mod skills;
 mod status;
 mod store;
@@ -33,6 +34,7 @@ pub use import::ImportAction;
 pub use pairing::PairingAction;
 pub use service::ServiceAction;
 pub use sessions::SessionsAction;
+pub use setup::SetupArgs;
 pub use skills::SkillsAction;
 pub use store::StoreAction;
 
@@ -58,6 +60,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// First run: pick platforms, paste their tokens (hidden, checked on the spot), choose who
+    /// may talk to the bot and the model, and write config.toml and hermes.env (mode 0600).
+    /// `--non-interactive` takes the answers from flags, for scripts.
+    Setup(Box<SetupArgs>),
     /// Run the daemon in the foreground: receive messages on every configured platform and
     /// answer them. Stops gracefully on SIGINT/SIGTERM; SIGHUP reloads the configuration.
     /// `install` / `uninstall` set it up as a systemd service.
@@ -154,6 +160,7 @@ pub enum ConfigAction {
 /// Run the parsed command.
 pub async fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Setup(args) => setup::setup(cli.config.as_deref(), *args).await,
         Command::Config {
             action: ConfigAction::Check,
         } => doctor::config_check(cli.config.as_deref()),

@@ -146,6 +146,29 @@ pub trait Provider: Send + Sync {
 
     /// Cheap reachability check for `hermes doctor` (lists models or similar).
     async fn probe(&self) -> Result<String, LlmError>;
+
+    /// The model ids the provider offers this key (`GET {base}/models`), sorted; empty when
+    /// the endpoint keeps no list. `hermes setup` verifies a key with it and offers the list.
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        Ok(Vec::new())
+    }
+}
+
+/// The `id`s of a `/models` answer (`{"data": [{"id": …}, …]}`, the shape OpenAI-compatible
+/// servers and Anthropic share), sorted and without repeats.
+pub(crate) fn model_ids(body: &str) -> Result<Vec<String>, LlmError> {
+    let value: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| LlmError::Malformed(format!("the model list is not JSON: {e}")))?;
+    let mut ids: Vec<String> = value
+        .get("data")
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(|| LlmError::Malformed("the model list has no `data` array".into()))?
+        .iter()
+        .filter_map(|m| m.get("id")?.as_str().map(str::to_owned))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
 }
 
 /// The provider for `kind`, reached with `settings`.

@@ -13,7 +13,7 @@ mod mapping;
 mod memory;
 mod skills;
 mod source;
-mod write;
+pub(super) mod write;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

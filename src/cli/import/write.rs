@@ -104,7 +104,7 @@ pub(super) fn merge_env(
 
 /// `value` as a dotenv value that a shell (`set -a; . hermes.env`) and systemd read back the
 /// same: bare when it is plain, else single-quoted.
-fn quote(value: &str) -> String {
+pub(in crate::cli) fn quote(value: &str) -> String {
     let plain = value
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+=,".contains(c));
@@ -116,7 +116,7 @@ fn quote(value: &str) -> String {
 }
 
 /// Replace `path` with `text`, readable by its owner only (0600), atomically.
-pub(super) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub(in crate::cli) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;

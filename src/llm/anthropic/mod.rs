@@ -116,4 +116,18 @@ impl Provider for AnthropicProvider {
             None => format!("{} answers", self.describe()),
         })
     }
+
+    /// A proxy without the endpoint (404) keeps no list: empty.
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let req = self.headers(self.http.get(format!("{}/models", self.base_url)));
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| http::network_error(&self.key, &e))?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(Vec::new());
+        }
+        let resp = http::check(&self.key, resp).await?;
+        super::model_ids(&http::text(&self.key, resp).await?)
+    }
 }

@@ -116,4 +116,10 @@ impl Provider for OpenAiProvider {
             None => format!("{} answers", self.describe()),
         })
     }
+
+    async fn models(&self) -> Result<Vec<String>, LlmError> {
+        let req = self.authorized(self.http.get(format!("{}/models", self.base_url)));
+        let resp = http::send(&self.key, req).await?;
+        super::model_ids(&http::text(&self.key, resp).await?)
+    }
 }

@@ -184,6 +184,8 @@ pub(super) struct St {
     transcriptions: Vec<Transcription>,
     /// What `/audio/transcriptions` answers: the text, or an HTTP status.
     transcript: Result<String, u16>,
+    /// What `GET /v1/models` lists.
+    models: Vec<String>,
 }
 
 /// One call of `POST /v1/audio/transcriptions`.
@@ -242,6 +244,7 @@ impl FakeLlm {
             cache_prefixes: HashSet::new(),
             transcriptions: Vec::new(),
             transcript: Ok("hello from a voice note".into()),
+            models: vec!["fake-model".into()],
         };
         let inner = Arc::new(Inner {
             st: Mutex::new(st),
@@ -256,6 +259,10 @@ impl FakeLlm {
     /// What speech-to-text answers from now on: the transcript, or an HTTP error status.
     pub fn set_transcript(&self, transcript: Result<&str, u16>) {
         self.inner.st().transcript = transcript.map(str::to_owned);
+    }
+    /// The model ids `GET /v1/models` lists from now on.
+    pub fn set_models(&self, models: &[&str]) {
+        self.inner.st().models = models.iter().map(|m| m.to_string()).collect();
     }
     /// Every speech-to-text call so far.
     pub fn transcriptions(&self) -> Vec<Transcription> {
@@ -401,7 +408,28 @@ async fn handle(
         ("POST", "/v1/chat/completions") => Api::OpenAi,
         ("POST", "/v1/messages") => Api::Anthropic,
         ("GET", "/v1/models") => {
-            return wire::models(headers.contains_key("anthropic-version"));
+            let anthropic = headers.contains_key("anthropic-version");
+            let st = inner.st();
+            // The key is checked as the real APIs check it (a wrong one is 401).
+            let sent = if anthropic {
+                headers.get("x-api-key").and_then(|v| v.to_str().ok())
+            } else {
+                headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+            };
+            if let Some(key) = &st.api_key
+                && sent != Some(key.as_str())
+            {
+                let api = if anthropic {
+                    Api::Anthropic
+                } else {
+                    Api::OpenAi
+                };
+                return wire::invalid(api, 401, "Incorrect API key provided");
+            }
+            return wire::models(anthropic, &st.models);
         }
         _ => return wire::not_found(&method, &path),
     };

@@ -72,14 +72,25 @@ pub fn not_found(method: &Method, path: &str) -> Response {
 }
 
 /// `GET /v1/models` (Anthropic shape when an `anthropic-version` header is sent).
-pub fn models(anthropic: bool) -> Response {
+pub fn models(anthropic: bool, ids: &[String]) -> Response {
     let body = if anthropic {
-        json!({"data": [{"type": "model", "id": "fake-model", "display_name": "Fake Model",
-                         "created_at": "2025-01-01T00:00:00Z"}],
-               "has_more": false, "first_id": "fake-model", "last_id": "fake-model"})
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({"type": "model", "id": id, "display_name": id,
+                             "created_at": "2025-01-01T00:00:00Z"})
+            })
+            .collect();
+        json!({"data": data, "has_more": false, "first_id": ids.first(), "last_id": ids.last()})
     } else {
-        json!({"object": "list", "data": [{"id": "fake-model", "object": "model",
-                                            "created": 1_700_000_000, "owned_by": "fake"}]})
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({"id": id, "object": "model", "created": 1_700_000_000,
+                             "owned_by": "fake"})
+            })
+            .collect();
+        json!({"object": "list", "data": data})
     };
     json_response(200, &body)
 }
