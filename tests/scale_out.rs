@@ -371,8 +371,9 @@ async fn two_webhook_processes_behind_nginx_answer_every_update_once() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(replies(&w).len(), TOTAL, "nothing forged was answered");
 
-    // `hermes status` (answered by one process) shows the whole deployment; a stopped process
-    // shows as gone.
+    // `hermes status` (answered by the last process started, whose address is in the home they
+    // share) shows the whole deployment; a stopped process shows as gone and leaves the other's
+    // address in place.
     let (_, out, err) = w.run(&["status"]);
     assert!(
         out.contains("deployment: 2 live process(es) on the shared store"),

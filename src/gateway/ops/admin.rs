@@ -31,13 +31,19 @@ pub(crate) struct Admin {
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     addr_file: std::path::PathBuf,
+    /// What this process wrote there.
+    written: String,
 }
 
 impl Admin {
+    /// Stop serving; the address file goes too, unless another process of the deployment
+    /// sharing this home has written its own since.
     pub async fn stop(self) {
         self.stop.cancel();
         let _ = self.task.await;
-        let _ = std::fs::remove_file(&self.addr_file);
+        if std::fs::read_to_string(&self.addr_file).is_ok_and(|s| s == self.written) {
+            let _ = std::fs::remove_file(&self.addr_file);
+        }
     }
 }
 
@@ -72,7 +78,8 @@ pub(crate) async fn start(
     };
     let bound = listener.local_addr().ok()?;
     let addr_file = addr_file(&config.home);
-    if let Err(e) = std::fs::write(&addr_file, format!("{bound}\n")) {
+    let written = format!("{bound}\n");
+    if let Err(e) = std::fs::write(&addr_file, &written) {
         tracing::warn!(error = %e, "cannot write {}", addr_file.display());
     }
     tracing::info!(addr = %bound, "admin endpoint listening (/healthz /readyz /metrics /status /mcp, dashboard at /)");
@@ -100,6 +107,7 @@ pub(crate) async fn start(
         stop,
         task,
         addr_file,
+        written,
     })
 }
 
