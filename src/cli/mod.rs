@@ -1,9 +1,10 @@
 //! The `hermes` command line: `setup`, `gateway`, `chat`, `config check`, `doctor`, `sessions`,
-//! `skills`, `backup`, `restore`, `import`.
+//! `skills`, `backup`, `restore`, `import`, `completions`, `man`.
 
 mod backup;
 mod chat;
 mod cron;
+mod docs;
 mod doctor;
 mod gateway;
 mod guard;
@@ -29,6 +30,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, ProcessEnv};
 use crate::llm::Provider;
 pub use cron::CronAction;
+pub use docs::Shell;
 pub use guard::guard_process;
 pub use import::ImportAction;
 pub use pairing::PairingAction;
@@ -149,6 +151,14 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Print the shell completion script for SHELL, e.g.
+    /// `hermes completions bash > /etc/bash_completion.d/hermes`.
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page hermes(1) in roff (`hermes man | man -l -`).
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -212,6 +222,8 @@ pub async fn run(cli: Cli) -> ExitCode {
             Ok(config) => exit_code(import::import(config, action).await),
             Err(code) => code,
         },
+        Command::Completions { shell } => exit_code(docs::print_completions(shell)),
+        Command::Man => exit_code(docs::print_man_page()),
         Command::Restore { file, home, force } => {
             let home = home.unwrap_or_else(|| crate::config::home_dir(&ProcessEnv));
             exit_code(backup::restore(home, file, force).await)
