@@ -72,14 +72,14 @@ pub(super) const PLATFORMS: [Platform; 5] = [
 
 /// Whether this binary was built with `platform`'s adapter.
 pub(super) fn built_in(platform: Platform) -> bool {
-    match platform {
-        Platform::Telegram => cfg!(feature = "telegram"),
-        Platform::Discord => cfg!(feature = "discord"),
-        Platform::Slack => cfg!(feature = "slack"),
-        Platform::Email => cfg!(feature = "email"),
-        Platform::Matrix => cfg!(feature = "matrix"),
-        _ => false,
-    }
+    let built = [
+        (Platform::Telegram, cfg!(feature = "telegram")),
+        (Platform::Discord, cfg!(feature = "discord")),
+        (Platform::Slack, cfg!(feature = "slack")),
+        (Platform::Email, cfg!(feature = "email")),
+        (Platform::Matrix, cfg!(feature = "matrix")),
+    ];
+    built.iter().any(|(p, on)| *p == platform && *on)
 }
 
 /// The model provider, verified by listing its models.
