@@ -453,9 +453,12 @@ async fn confirmations_reach_the_waiting_turn_whichever_process_routes_the_press
     for (user, text) in done(&w) {
         assert!(text.contains(&format!("ran-u{user}")), "{user}: {text}");
     }
-    println!(
-        "{} press(es) handed to the process running the session",
-        w.logged("handed to the process running the session")
+    // Which router claims a press is a race: 5 to 7 of the 12 were handed over in three runs.
+    let handed = w.logged("handed to the process running the session");
+    println!("{handed} press(es) handed to the process running the session");
+    assert!(
+        handed > 0,
+        "no press crossed processes: the test showed nothing"
     );
 }
 
