@@ -73,7 +73,25 @@ impl Terminal {
         self.session.send(keys).expect("type into the terminal");
     }
 
-    fn line(&mut self, text: &str) {
+    /// Types a line into a hidden prompt once the prompt reads it. The prompt turns the
+    /// terminal's echo off with TCSAFLUSH, which throws away whatever was typed before: a line
+    /// sent as soon as the prompt's text shows can be lost on a slow machine, so wait for the
+    /// echo to go off first.
+    fn hidden_line(&mut self, text: &str) {
+        let deadline = std::time::Instant::now() + WAIT;
+        while self
+            .session
+            .get_process()
+            .get_echo()
+            .expect("read the terminal's modes")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the hidden prompt never turned echo off; the terminal showed:\n{}",
+                self.transcript
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         self.send(&format!("{text}\r"));
     }
 }
@@ -105,10 +123,10 @@ async fn setup_in_a_terminal_writes_a_configuration_whose_daemon_answers_a_dm() 
         t.expect("Where should hermes answer?");
         t.send("\r"); // Telegram is checked.
         t.expect("Telegram bot token");
-        t.line(WRONG_TOKEN);
+        t.hidden_line(WRONG_TOKEN);
         t.expect("Telegram did not accept it");
         t.expect("Telegram bot token");
-        t.line(TOKEN);
+        t.hidden_line(TOKEN);
         t.expect("✓ Telegram: @hermes_test_bot");
         t.expect("Who may talk to hermes on Telegram?");
         t.send("\r"); // the account that writes now
@@ -119,12 +137,12 @@ async fn setup_in_a_terminal_writes_a_configuration_whose_daemon_answers_a_dm() 
         t.expect("Which model provider?");
         t.send("\r"); // the one configured now: the fake
         t.expect("API key");
-        t.line(WRONG_KEY);
+        t.hidden_line(WRONG_KEY);
         t.expect("did not accept it");
         t.expect("Which model provider?");
         t.send("\r");
         t.expect("API key");
-        t.line(API_KEY);
+        t.hidden_line(API_KEY);
         t.expect("2 models offered");
         t.expect("Which model?");
         t.send("j\r"); // alpha-model, then test-model

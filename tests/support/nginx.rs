@@ -118,6 +118,17 @@ impl Balancer {
     }
 }
 
+impl Balancer {
+    /// Requests `upstream` answered with `status` (all upstreams: `None`).
+    pub fn count(&self, upstream: Option<&str>, status: u16) -> usize {
+        self.answered()
+            .iter()
+            .filter(|(u, _)| upstream.is_none_or(|want| want == u.as_str()))
+            .filter_map(|(_, by)| by.get(&status))
+            .sum()
+    }
+}
+
 impl Drop for Balancer {
     fn drop(&mut self) {
         // SIGQUIT: nginx's graceful stop; its worker goes with it.

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// A value for `config.toml`.
+/// A value for `config.toml` (what `hermes import` and `hermes setup` write).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum TomlValue {
+pub(in crate::cli) enum TomlValue {
     Text(String),
     List(Vec<String>),
     Bool(bool),
@@ -26,7 +26,7 @@ impl std::fmt::Display for TomlValue {
 
 /// One key of `config.toml`: `[section] key = value`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Setting {
+pub(in crate::cli) struct Setting {
     pub section: &'static str,
     pub key: &'static str,
     pub value: TomlValue,

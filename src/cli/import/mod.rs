@@ -9,7 +9,7 @@
 //! the systemd unit; `set -a; . hermes.env` for a shell), the rest to `config.toml`, both 0600.
 
 mod history;
-mod mapping;
+pub(super) mod mapping;
 mod memory;
 mod skills;
 mod source;

@@ -59,7 +59,8 @@ fn is_empty(item: &toml_edit::Item) -> bool {
     }
 }
 
-fn to_item(v: &TomlValue) -> toml_edit::Item {
+/// `v` as a `config.toml` item.
+pub(in crate::cli) fn to_item(v: &TomlValue) -> toml_edit::Item {
     match v {
         TomlValue::Text(s) => toml_edit::value(s.as_str()),
         TomlValue::Bool(b) => toml_edit::value(*b),

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::plan::{Plan, Setting, Value};
-use crate::cli::import::write::{quote, write_private};
+use super::plan::{Plan, Setting};
+use crate::cli::import::write::{quote, to_item, write_private};
 use crate::config::{Config, EnvSource};
 
 /// The two files setup writes.
@@ -130,17 +130,7 @@ pub(super) fn set_toml(text: &str, settings: &[Setting]) -> Result<String, Strin
             .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
             .as_table_mut()
             .ok_or_else(|| format!("`{}` is not a table", s.section))?;
-        let value = match &s.value {
-            Value::Text(t) => toml_edit::value(t.as_str()),
-            Value::Bool(b) => toml_edit::value(*b),
-            Value::List(items) => toml_edit::value(
-                items
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<toml_edit::Array>(),
-            ),
-        };
-        table.insert(s.key, value);
+        table.insert(s.key, to_item(&s.value));
     }
     Ok(doc.to_string())
 }
@@ -210,6 +200,7 @@ pub(super) fn parse_env(text: &str) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::setup::plan::Value;
 
     #[test]
     fn keys_are_set_and_the_rest_of_the_file_stays() {

@@ -92,29 +92,7 @@ pub(super) struct Llm {
 }
 
 /// One `[section] key = value` of `config.toml`.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Setting {
-    pub section: &'static str,
-    pub key: &'static str,
-    pub value: Value,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Value {
-    Text(String),
-    Bool(bool),
-    List(Vec<String>),
-}
-
-impl std::fmt::Display for Value {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Value::Text(s) => write!(f, "{s:?}"),
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::List(items) => write!(f, "{items:?}"),
-        }
-    }
-}
+pub(super) use crate::cli::import::mapping::{Setting, TomlValue as Value};
 
 /// Everything answered so far.
 pub(super) struct Plan {

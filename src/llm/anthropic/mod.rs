@@ -98,16 +98,9 @@ impl Provider for AnthropicProvider {
     /// `GET /v1/models`. A proxy without that endpoint answers 404, which still proves the
     /// server is there.
     async fn probe(&self) -> Result<String, LlmError> {
-        let req = self.headers(self.http.get(format!("{}/models", self.base_url)));
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| http::network_error(&self.key, &e))?;
-        if resp.status() == StatusCode::NOT_FOUND {
+        let Some(body) = self.model_list().await? else {
             return Ok(format!("{} answers (no model list)", self.describe()));
-        }
-        let resp = http::check(&self.key, resp).await?;
-        let body = http::text(&self.key, resp).await?;
+        };
         let count = serde_json::from_str::<Value>(&body)
             .ok()
             .and_then(|v| v.get("data").and_then(Value::as_array).map(Vec::len));
@@ -119,15 +112,25 @@ impl Provider for AnthropicProvider {
 
     /// A proxy without the endpoint (404) keeps no list: empty.
     async fn models(&self) -> Result<Vec<String>, LlmError> {
+        match self.model_list().await? {
+            Some(body) => super::model_ids(&body),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl AnthropicProvider {
+    /// The body of `GET /v1/models`; `None` when the server has no such endpoint (404).
+    async fn model_list(&self) -> Result<Option<String>, LlmError> {
         let req = self.headers(self.http.get(format!("{}/models", self.base_url)));
         let resp = req
             .send()
             .await
             .map_err(|e| http::network_error(&self.key, &e))?;
         if resp.status() == StatusCode::NOT_FOUND {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let resp = http::check(&self.key, resp).await?;
-        super::model_ids(&http::text(&self.key, resp).await?)
+        http::text(&self.key, resp).await.map(Some)
     }
 }
