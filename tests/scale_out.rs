@@ -1,7 +1,8 @@
 //! Several `hermes gateway` processes on one PostgreSQL store, through the real binary, a real
 //! PostgreSQL and the fake Telegram (long polling): one process receives under a lease while the
 //! others stand by, every process routes and answers, and nothing is lost or doubled when
-//! processes are killed, paused past their lease, or when PostgreSQL restarts.
+//! processes are killed, paused past their lease, or when PostgreSQL restarts. Discord's gateway
+//! shards spread over the processes (the fake Discord routes each server to its shard).
 
 #![cfg(feature = "postgres")]
 
@@ -583,4 +584,124 @@ async fn processes_ride_out_a_postgresql_restart_and_lose_nothing() {
         0
     );
     assert_eq!(count(&db, "SELECT COUNT(*) FROM inbox").await, USERS * 6);
+}
+
+/// Who holds each Discord shard's receiving lease (live holders only), by shard.
+async fn shard_holders(db: &tokio_postgres::Client, shards: u16) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    for i in 0..shards {
+        out.push(
+            holder(db, &format!("receive:discord {i}/{shards}"))
+                .await
+                .map(|h| h.0),
+        );
+    }
+    out
+}
+
+/// Wait until every shard is held and connected, spread as evenly as `processes` allow.
+async fn wait_spread(
+    db: &tokio_postgres::Client,
+    dc: &support::discord::FakeDiscord,
+    w: &World,
+    processes: usize,
+) -> Vec<String> {
+    let deadline = Instant::now() + support::WAIT;
+    loop {
+        let held = shard_holders(db, 4).await;
+        let mut per: HashMap<&String, usize> = HashMap::new();
+        for h in held.iter().flatten() {
+            *per.entry(h).or_default() += 1;
+        }
+        let even = per.len() == processes && per.values().all(|n| *n == 4 / processes);
+        if held.iter().all(Option::is_some) && even && dc.shards_connected().iter().all(|c| *c) {
+            return held.into_iter().flatten().collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "shards not spread over {processes} process(es): {held:?}, connected {:?}; logs:\n{}",
+            dc.shards_connected(),
+            tail(&w.logs(), 6000)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Discord replies sent so far, per message text they answer ("re <text>").
+fn discord_answers(dc: &support::discord::FakeDiscord) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for m in dc.sent() {
+        if let Some(said) = m.content.strip_prefix("re ") {
+            *out.entry(said.to_owned()).or_default() += 1;
+        }
+    }
+    out
+}
+
+async fn wait_discord_answers(dc: &support::discord::FakeDiscord, w: &World, n: usize) {
+    let deadline = Instant::now() + support::WAIT;
+    while discord_answers(dc).len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} answered of {n}; logs:\n{}",
+            discord_answers(dc),
+            tail(&w.logs(), 6000)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn discord_shards_spread_over_the_processes_and_move_when_one_dies() {
+    use support::discord::ALICE;
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let (mut w, dc) =
+        support::discord::world("[leases]\ntakeover_secs = 3\n[discord]\nshards = 4\n").await;
+    dc.set_shards(4);
+    w.set_env("HERMES_DATABASE_URL", &url);
+    w.llm.set_default(|req| {
+        let said = req.last_user_text().unwrap_or_default();
+        Reply::text(format!("re {}", said.trim()))
+    });
+    let guilds: Vec<(u64, u64)> = (0..4).map(|k| dc.guild_on_shard(k, 4)).collect();
+    let ask_everywhere = |round: &str| {
+        for (k, (guild, channel)) in guilds.iter().enumerate() {
+            dc.mention_in(
+                *guild,
+                *channel,
+                ALICE,
+                "Alice",
+                &format!("{round} on shard {k}"),
+            );
+        }
+        dc.dm(ALICE, "Alice", &format!("{round} in a DM"));
+    };
+    // The first process takes every shard; when the second joins, it gives up two.
+    let mut daemons = vec![join(&mut w).await];
+    wait_spread(&db, &dc, &w, 1).await;
+    daemons.push(join(&mut w).await);
+    let held = wait_spread(&db, &dc, &w, 2).await;
+    println!("shards held: {held:?}");
+    // `hermes status` shows the shards each process receives, and this process's part states.
+    let (_, out, err) = w.run(&["status"]);
+    assert_eq!(out.matches(", receives discord ").count(), 2, "{out}{err}");
+    assert!(out.contains("receives discord 0/4, discord 1/4"), "{out}");
+    assert!(out.contains("parts here: 0 "), "{out}");
+    ask_everywhere("first");
+    wait_discord_answers(&dc, &w, 5).await;
+
+    // One process dies: the other takes its shards over (resuming their sessions).
+    let victim = by_id(&mut daemons, &held[0]);
+    daemons[victim].kill();
+    daemons.remove(victim);
+    wait_spread(&db, &dc, &w, 1).await;
+    ask_everywhere("second");
+    wait_discord_answers(&dc, &w, 10).await;
+    let got = discord_answers(&dc);
+    for (said, n) in &got {
+        assert_eq!(*n, 1, "`{said}` answered {n} times");
+    }
+    // Each shard's session was kept in the store and resumed by the process that took it over.
+    assert!(dc.resumes() >= 2, "{} resumes", dc.resumes());
 }

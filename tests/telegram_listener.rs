@@ -64,8 +64,8 @@ async fn a_conflict_backs_off_then_the_listener_recovers() {
         waited >= backoff,
         "polled again after {waited:?}, before the conflict backoff"
     );
-    let (platform, h) = health.snapshot().remove(0);
-    assert_eq!(platform, Platform::Telegram);
+    let (listener, h) = health.snapshot().remove(0);
+    assert_eq!(listener.platform, Platform::Telegram);
     assert!(h.restarts >= 1);
     assert!(h.last_error.unwrap_or_default().contains("conflict"));
 

@@ -116,6 +116,9 @@ pub(super) fn render(r: &StatusReport) -> String {
                 .map(|e| format!("; last error: {e}"))
                 .unwrap_or_default()
         ));
+        if let Some(parts) = &a.parts {
+            out.push_str(&format!("{:<10} parts here: {parts}\n", ""));
+        }
     }
     out.push_str(&format!(
         "sessions:  {} in memory, {} turns running\nqueues:    {} messages waiting, {} replies pending, {} replies failed\n",

@@ -4,6 +4,7 @@
 //! the process is alone: every lease is its own and nothing here touches the store.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,8 +22,13 @@ pub(crate) struct Cluster {
     pub shared: bool,
     /// The takeover time: a process silent this long is gone.
     pub takeover: Duration,
-    /// Platforms whose receiving lease this process holds.
-    receiving: Mutex<HashSet<Platform>>,
+    /// Receiving leases this process holds (or is taking): platform and part.
+    receiving: Mutex<HashSet<(Platform, u16)>>,
+    /// Live processes in the deployment at the last beat (at least this one).
+    live: AtomicUsize,
+    /// Whether a listener is split in parts that spread over the processes (the beat then
+    /// counts the live processes).
+    spreads: AtomicBool,
 }
 
 impl Cluster {
@@ -32,6 +38,8 @@ impl Cluster {
             shared: store.shared(),
             takeover: Duration::from_millis(takeover_ms.max(1000) as u64),
             receiving: Mutex::new(HashSet::new()),
+            live: AtomicUsize::new(1),
+            spreads: AtomicBool::new(false),
         }
     }
 
@@ -40,21 +48,63 @@ impl Cluster {
         self.takeover / 3
     }
 
-    /// Record whether this process holds `platform`'s receiving lease.
-    pub fn set_receiving(&self, platform: Platform, held: bool) {
+    /// Record whether this process holds the receiving lease of `platform`'s part `part`.
+    pub fn set_receiving(&self, platform: Platform, part: u16, held: bool) {
         let mut set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
         if held {
-            set.insert(platform);
+            set.insert((platform, part));
         } else {
-            set.remove(&platform);
+            set.remove(&(platform, part));
         }
+    }
+
+    /// A listener in `parts` parts will spread over the processes: count them on every beat.
+    pub fn spread_parts(&self) {
+        self.spreads.store(true, Ordering::Relaxed);
+    }
+
+    /// The parts of one of `parts` this process should hold: its fair share of the live
+    /// processes, rounded up (so that the live processes together can hold every part).
+    fn fair_share(&self, parts: u16) -> usize {
+        let live = self.live.load(Ordering::Relaxed).max(1);
+        usize::from(parts).div_ceil(live)
+    }
+
+    /// Reserve part `part` of `platform`'s `parts` before taking its lease: `false` when this
+    /// process holds its fair share already (another process should take it).
+    pub fn reserve_part(&self, platform: Platform, part: u16, parts: u16) -> bool {
+        let mut set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
+        let held = set.iter().filter(|(p, _)| *p == platform).count();
+        if held >= self.fair_share(parts) && !set.contains(&(platform, part)) {
+            return false;
+        }
+        set.insert((platform, part));
+        true
+    }
+
+    /// Whether this process holds more of `platform`'s `parts` than its fair share and `part`
+    /// is one to give up (the highest numbered ones go first), so that a process that joined
+    /// gets some.
+    pub fn surplus_part(&self, platform: Platform, part: u16, parts: u16) -> bool {
+        let set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held: Vec<u16> = set
+            .iter()
+            .filter(|(p, _)| *p == platform)
+            .map(|(_, n)| *n)
+            .collect();
+        let fair = self.fair_share(parts);
+        if held.len() <= fair {
+            return false;
+        }
+        held.sort_unstable();
+        held[fair..].contains(&part)
     }
 
     /// Platforms whose replies this process leaves to another: Matrix, unless it holds the
     /// Matrix device (its crypto store has one writer).
     pub fn cannot_send(&self) -> Vec<Platform> {
         let set = self.receiving.lock().unwrap_or_else(|e| e.into_inner());
-        if self.shared && !set.contains(&Platform::Matrix) {
+        if self.shared && !set.iter().any(|(p, _)| *p == Platform::Matrix) {
             vec![Platform::Matrix]
         } else {
             Vec::new()
@@ -154,6 +204,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
                 if beat.lapsed {
                     tracing::warn!(process = %cluster.me.id, "this process missed its heartbeat (paused or cut off): other processes may have taken its roles and sessions; their writes from here are fenced");
                 }
+                if cluster.spreads.load(Ordering::Relaxed) {
+                    count_live(&shared, ttl).await;
+                }
                 sweep(&shared).await;
             }
             Err(e) => {
@@ -166,6 +219,23 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
     }
     if let Err(e) = shared.store.process_leave(&cluster.me.id).await {
         tracing::warn!(error = %e, "cannot leave the deployment; others take over when this process's heartbeat expires");
+    }
+}
+
+/// Count the live processes, which sets each one's fair share of a listener's parts.
+async fn count_live(shared: &Shared, ttl: i64) {
+    match shared.store.deployment(ttl).await {
+        Ok(rows) => {
+            let live = rows.iter().filter(|r| r.live).count().max(1);
+            let was = shared.cluster.live.swap(live, Ordering::Relaxed);
+            if was != live {
+                tracing::info!(
+                    live,
+                    "live processes in the deployment changed; listener parts are shared again"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot count the live processes"),
     }
 }
 

@@ -314,10 +314,11 @@ impl Shared {
         self.in_force().authz.clone()
     }
 
-    /// The sink `platform`'s adapter delivers to: the inbox, then the router's doorbell.
-    pub fn sink_for(&self, platform: Platform) -> Arc<dyn InboundSink> {
+    /// The sink `listener`'s adapter delivers to: the inbox, then the router's doorbell.
+    pub fn sink_for(&self, listener: adapters::health::Listener) -> Arc<dyn InboundSink> {
         Arc::new(intake::sink::AdapterSink {
-            platform,
+            platform: listener.platform,
+            listener,
             inbox: self.store.inbox(),
             settings: self.store.settings(),
             inbox_signal: self.inbox_signal.clone(),

@@ -123,7 +123,12 @@ pub fn session_lease(key: &hermes_adapter::SessionKey) -> String {
     format!("session:{key}")
 }
 
-/// The name of the lease on a platform's receiving connection.
-pub fn receive_lease(platform: hermes_adapter::Platform) -> String {
-    format!("receive:{platform}")
+/// The name of the lease on a platform's receiving connection, or on part `part` of `parts`
+/// of it (a Discord shard).
+pub fn receive_lease(platform: hermes_adapter::Platform, part: u16, parts: u16) -> String {
+    if parts > 1 {
+        format!("receive:{platform} {part}/{parts}")
+    } else {
+        format!("receive:{platform}")
+    }
 }

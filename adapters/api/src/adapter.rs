@@ -197,6 +197,24 @@ pub trait Adapter: Send + Sync + 'static {
         shutdown: CancellationToken,
     ) -> Result<(), AdapterError>;
 
+    /// How many independent receiving connections the listener is made of (Discord's gateway
+    /// shards): each runs through [`Adapter::run_part`] under its own supervisor and, on a store
+    /// shared by several processes, its own lease, so the parts spread over the processes.
+    fn receive_parts(&self) -> u16 {
+        1
+    }
+
+    /// Receive on part `part` (below [`Adapter::receive_parts`]) until `shutdown`, like
+    /// [`Adapter::run`]; an adapter of one part is all of it.
+    async fn run_part(
+        &self,
+        _part: u16,
+        sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> Result<(), AdapterError> {
+        self.run(sink, shutdown).await
+    }
+
     /// Whether one process of a deployment alone may receive for this bot at a time (a long
     /// poll, a socket, a mailbox, a device): the supervisor then holds a lease first. `false`
     /// where the platform pushes to every process (webhooks, an HTTP API).

@@ -3,7 +3,8 @@
 //! last message stored from each, is fetched over REST and stored like live events (the inbox
 //! recognises what it already has). Bounded: the 200 most recent chats, 100 messages each.
 //! A chat nobody had written in before the outage is not known, so a first message posted
-//! while no session was live can only come back through a RESUME.
+//! while no session was live can only come back through a RESUME. A shard of several catches up
+//! on the chats it carries (their server's shard; direct messages on shard 0).
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use hermes_adapter::{InboundSink, now_millis};
 use tokio_util::sync::CancellationToken;
 
 use crate::receive::store_message;
+use crate::shard::ShardOf;
 use crate::{BotIdentity, DiscordAdapter};
 
 /// How far back chats are looked at.
@@ -24,6 +26,7 @@ const PER_CHAT: u8 = 100;
 pub(crate) async fn recent(
     adapter: &DiscordAdapter,
     me: &BotIdentity,
+    shard: ShardOf,
     sink: &dyn InboundSink,
     shutdown: &CancellationToken,
 ) -> bool {
@@ -39,6 +42,13 @@ pub(crate) async fn recent(
         else {
             continue;
         };
+        // Another shard's chat (or one whose server cannot be told now: shard 0 takes it).
+        if shard.total > 1 {
+            let guild = adapter.channels.guild_of(&adapter.rest, channel).await;
+            if !shard.carries(guild.flatten()) {
+                continue;
+            }
+        }
         let messages = match adapter.rest.messages_after(channel, after, PER_CHAT).await {
             Ok(m) => m,
             Err(e) => {

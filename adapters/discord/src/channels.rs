@@ -43,6 +43,8 @@ impl Place {
 #[derive(Default)]
 pub(crate) struct Channels {
     places: Mutex<HashMap<u64, Place>>,
+    /// The server of each channel seen (`None`: a direct message channel).
+    guilds: Mutex<HashMap<u64, Option<u64>>>,
     roles: Mutex<HashMap<u64, (Instant, Vec<u64>)>>,
 }
 
@@ -54,6 +56,33 @@ impl Channels {
             }
             map.insert(channel, place);
         }
+    }
+
+    fn remember_guild(&self, channel: u64, guild: Option<u64>) {
+        if let Ok(mut map) = self.guilds.lock() {
+            if map.len() >= MAX_ENTRIES {
+                map.clear();
+            }
+            map.insert(channel, guild);
+        }
+    }
+
+    /// The server `channel` belongs to (`Some(None)`: a direct message channel), looked up
+    /// once; `None` when Discord cannot say now.
+    pub(crate) async fn guild_of(&self, rest: &Rest, channel: u64) -> Option<Option<u64>> {
+        if let Some(known) = self.guilds.lock().ok()?.get(&channel).copied() {
+            return Some(known);
+        }
+        let guild = match rest.http.get_channel(ChannelId::new(channel)).await {
+            Ok(Channel::Guild(c)) => Some(c.guild_id.get()),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(channel, error = %crate::rest::classify_serenity(e), "cannot look up a Discord channel's server");
+                return None;
+            }
+        };
+        self.remember_guild(channel, guild);
+        Some(guild)
     }
 
     fn cached(&self, channel: u64) -> Option<Place> {
@@ -68,9 +97,10 @@ impl Channels {
         channel: ChannelId,
         guild: Option<GuildId>,
     ) -> Place {
-        if guild.is_none() {
+        let Some(guild) = guild else {
             return Place::Direct;
-        }
+        };
+        self.remember_guild(channel.get(), Some(guild.get()));
         if let Some(p) = self.cached(channel.get()) {
             return p;
         }

@@ -21,6 +21,7 @@ fn settings() -> DiscordSettings {
         require_mention: true,
         auto_thread: true,
         message_content: true,
+        shards: 1,
     }
 }
 

@@ -1,5 +1,6 @@
-//! The gateway listener, on twilight-gateway (one shard): its session is kept in the store after
-//! every READY and as events are handled, so a restarted daemon RESUMEs it and Discord replays
+//! The gateway listener, on twilight-gateway: one shard of `discord.shards` per call (servers are
+//! split over shards by Discord, direct messages come on shard 0). Its session is kept in the
+//! store after every READY and as events are handled, so a restarted daemon RESUMEs it and Discord replays
 //! what was posted while it was down. A task polls the shard (which heartbeats, reconnects and
 //! resumes by itself) and forwards each frame; this loop stores events in the order they arrived
 //! (retrying while the inbox is unavailable, since Discord will not send them again), answers
@@ -26,12 +27,11 @@ use twilight_gateway::{
 
 use crate::channels::Place;
 use crate::receive::{store_button, store_message};
+use crate::shard::ShardOf;
 use crate::{BotIdentity, DiscordAdapter, catch_up};
 
 /// How often the session is saved (when it moved) and liveness reported.
 const TICK: Duration = Duration::from_secs(5);
-/// Where the session is kept ([`InboundSink::remember`]).
-const SESSION_KEY: &str = "gateway.session";
 /// Longest silence (no frame at all) still counted as alive, whatever the heartbeat interval.
 const MIN_SILENCE: Duration = Duration::from_secs(10);
 
@@ -76,6 +76,12 @@ fn intents(message_content: bool) -> Intents {
 fn fatal(code: Option<u16>) -> AdapterError {
     match code {
         Some(4004) => AdapterError::Unauthorized("Discord rejected the bot token".into()),
+        Some(4011) => AdapterError::Fatal(
+            "Discord requires sharding for this bot (it is in too many servers): set discord.shards to the number Discord recommends (GET /gateway/bot)".into(),
+        ),
+        Some(4010) => AdapterError::Fatal(
+            "Discord refused the shard: discord.shards must be the same on every process and no more than the bot's servers need".into(),
+        ),
         Some(4014) => AdapterError::Fatal(
             "Discord refused the Message Content intent: enable it for the bot in the developer portal (Bot > Privileged Gateway Intents) or set discord.message_content = false".into(),
         ),
@@ -110,6 +116,7 @@ async fn pump(mut shard: Shard, tx: mpsc::UnboundedSender<Forwarded>) {
 pub(crate) async fn run(
     adapter: &DiscordAdapter,
     me: BotIdentity,
+    shard_of: ShardOf,
     sink: Arc<dyn InboundSink>,
     shutdown: CancellationToken,
 ) -> Result<(), AdapterError> {
@@ -120,7 +127,7 @@ pub(crate) async fn run(
         })?,
     };
     let saved: Option<Saved> = sink
-        .recall(SESSION_KEY)
+        .recall(&shard_of.session_key())
         .await
         .and_then(|s| serde_json::from_str(&s).ok());
     let mut config = ConfigBuilder::new(
@@ -129,16 +136,20 @@ pub(crate) async fn run(
     )
     .proxy_url(url);
     if let Some(s) = &saved {
-        tracing::info!(session = %s.id, seq = s.seq, "Discord: resuming the gateway session of the last run");
+        tracing::info!(session = %s.id, seq = s.seq, shard = %shard_of, "Discord: resuming the gateway session of the last run");
         config = config
             .session(Session::new(s.seq, s.id.clone()))
             .resume_url(s.resume_url.clone());
     }
-    let shard = Shard::with_config(ShardId::ONE, config.build());
+    let shard = Shard::with_config(
+        ShardId::new(u32::from(shard_of.index), u32::from(shard_of.total)),
+        config.build(),
+    );
     let sender = shard.sender();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let pump = tokio::spawn(pump(shard, tx));
     let mut state = State {
+        shard: shard_of,
         session: saved.clone(),
         kept: saved,
         link: Link::default(),
@@ -187,6 +198,7 @@ pub(crate) async fn run(
 
 /// What the loop knows of its session and connection.
 struct State {
+    shard: ShardOf,
     /// The live session, with the last sequence number handled.
     session: Option<Saved>,
     /// What was last kept in the store.
@@ -208,7 +220,7 @@ impl State {
         let Ok(json) = serde_json::to_string(s) else {
             return;
         };
-        match sink.remember(SESSION_KEY, &json).await {
+        match sink.remember(&self.shard.session_key(), &json).await {
             Ok(()) => self.kept = self.session.clone(),
             Err(e) => tracing::warn!(error = %e, "cannot keep the Discord gateway session"),
         }
@@ -268,7 +280,7 @@ async fn handle(
                 tracing::warn!("Discord gateway: a READY without its session");
                 return true;
             };
-            tracing::info!(session = %ready.session_id, "Discord gateway ready (new session)");
+            tracing::info!(session = %ready.session_id, shard = %state.shard, "Discord gateway ready (new session)");
             state.session = Some(Saved {
                 id: ready.session_id,
                 seq: p.s.unwrap_or(0),
@@ -277,7 +289,7 @@ async fn handle(
             state.keep(sink).await;
             session_up(sink, state);
             // Whatever was posted while no session was live is not replayed: fetch it.
-            if !catch_up::recent(adapter, me, sink, shutdown).await {
+            if !catch_up::recent(adapter, me, state.shard, sink, shutdown).await {
                 return false;
             }
         }
@@ -399,12 +411,14 @@ mod tests {
     fn fatal_close_codes_say_what_to_do() {
         assert!(matches!(fatal(Some(4004)), AdapterError::Unauthorized(_)));
         assert!(fatal(Some(4014)).to_string().contains("Message Content"));
+        assert!(fatal(Some(4011)).to_string().contains("discord.shards"));
         assert!(matches!(fatal(None), AdapterError::Transient(_)));
     }
 
     #[test]
     fn the_kept_sequence_is_the_last_handled_and_never_goes_back() {
         let mut state = State {
+            shard: ShardOf::new(0, 1),
             session: Some(Saved {
                 id: "s".into(),
                 seq: 5,

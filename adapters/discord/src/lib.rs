@@ -52,6 +52,7 @@ mod inbound;
 mod outbound;
 mod receive;
 mod rest;
+mod shard;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -95,6 +96,9 @@ pub struct DiscordSettings {
     pub auto_thread: bool,
     /// Ask for the privileged Message Content intent.
     pub message_content: bool,
+    /// Gateway shards the bot's servers are split over (1: one connection for everything);
+    /// each is a part of the listener ([`Adapter::receive_parts`]).
+    pub shards: u16,
 }
 
 impl std::fmt::Debug for DiscordSettings {
@@ -112,6 +116,7 @@ impl std::fmt::Debug for DiscordSettings {
             .field("require_mention", &self.require_mention)
             .field("auto_thread", &self.auto_thread)
             .field("message_content", &self.message_content)
+            .field("shards", &self.shards)
             .finish()
     }
 }
@@ -204,15 +209,30 @@ impl Adapter for DiscordAdapter {
         sink: Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> Result<(), AdapterError> {
+        self.run_part(0, sink, shutdown).await
+    }
+
+    fn receive_parts(&self) -> u16 {
+        self.settings.shards.max(1)
+    }
+
+    /// Shard `part` of [`DiscordSettings::shards`]: its own gateway connection and session.
+    async fn run_part(
+        &self,
+        part: u16,
+        sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> Result<(), AdapterError> {
         let me = tokio::select! {
             r = self.get_me() => r?,
             _ = shutdown.cancelled() => return Ok(()),
         };
-        tracing::info!(bot = %me.name, id = me.id, "Discord connected");
+        let shard = shard::ShardOf::new(part, self.receive_parts());
+        tracing::info!(bot = %me.name, id = me.id, %shard, "Discord connected");
         if let Ok(mut slot) = self.me.write() {
             *slot = Some(me.clone());
         }
-        gateway::run(self, me, sink, shutdown).await
+        gateway::run(self, me, shard, sink, shutdown).await
     }
 
     async fn send(&self, out: &Outbound) -> Result<SentId, SendError> {
@@ -264,6 +284,7 @@ mod tests {
             require_mention: true,
             auto_thread: false,
             message_content: true,
+            shards: 1,
         };
         assert!(!format!("{s:?}").contains("secret"));
     }

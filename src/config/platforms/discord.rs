@@ -46,6 +46,10 @@ pub struct DiscordConfig {
     /// Ask for the privileged Message Content intent (enable it in the developer portal), needed
     /// to read follow-ups in threads and free-response channels that do not mention the bot.
     pub message_content: bool,
+    /// Gateway shards the bot's servers are split over: 1 below Discord's limit (2,500
+    /// servers), else the number `GET /gateway/bot` recommends. The same on every process of a
+    /// deployment, where the shards spread over the processes. Env: `DISCORD_SHARDS`.
+    pub shards: u16,
 }
 
 impl Default for DiscordConfig {
@@ -63,6 +67,7 @@ impl Default for DiscordConfig {
             require_mention: true,
             auto_thread: false,
             message_content: true,
+            shards: 1,
         }
     }
 }
@@ -131,6 +136,17 @@ impl PlatformSection for DiscordConfig {
         if let Some(v) = env.var("DISCORD_GATEWAY_URL") {
             self.gateway_url = Some(v.trim().to_owned());
         }
+        if let Some(v) = env.var("DISCORD_SHARDS") {
+            self.shards = v.trim().parse().map_err(|_| {
+                ConfigError::env(
+                    "DISCORD_SHARDS",
+                    format!(
+                        "`{}` is not a number of shards (1 to {MAX_SHARDS})",
+                        v.trim()
+                    ),
+                )
+            })?;
+        }
         Ok(())
     }
 
@@ -157,6 +173,16 @@ impl PlatformSection for DiscordConfig {
                     ),
                 ));
             }
+        }
+        if !(1..=MAX_SHARDS).contains(&self.shards) {
+            return Err(ConfigError::invalid(
+                file,
+                "discord.shards",
+                format!(
+                    "{} shards: between 1 and {MAX_SHARDS} (1 unless Discord asks for sharding)",
+                    self.shards
+                ),
+            ));
         }
         if let Some(url) = &self.gateway_url {
             match url::Url::parse(url) {
@@ -212,6 +238,7 @@ impl PlatformSection for DiscordConfig {
                     require_mention: self.require_mention,
                     auto_thread: self.auto_thread,
                     message_content: self.message_content,
+                    shards: self.shards,
                 },
             )))
         }
@@ -219,6 +246,9 @@ impl PlatformSection for DiscordConfig {
         Err(super::left_out("discord", "DISCORD_BOT_TOKEN"))
     }
 }
+
+/// Most gateway shards accepted (far beyond any bot's needs; a typo guard).
+const MAX_SHARDS: u16 = 4096;
 
 fn is_snowflake(id: &str) -> bool {
     id.trim().parse::<u64>().is_ok_and(|n| n > 0)
@@ -254,6 +284,21 @@ mod tests {
         c.validate(None).unwrap();
         c.gateway_url = Some("https://gw.example".into());
         assert_eq!(c.validate(None).unwrap_err().key, "discord.gateway_url");
+    }
+
+    #[test]
+    fn shards_come_from_the_file_or_the_environment_and_are_bounded() {
+        let mut c = DiscordConfig::default();
+        assert_eq!(c.shards, 1);
+        c.overlay(&[("DISCORD_SHARDS", " 4 ")]).unwrap();
+        assert_eq!(c.shards, 4);
+        c.validate(None).unwrap();
+        let e = c.overlay(&[("DISCORD_SHARDS", "four")]).unwrap_err();
+        assert_eq!(e.key, "DISCORD_SHARDS");
+        for bad in [0, MAX_SHARDS + 1] {
+            c.shards = bad;
+            assert_eq!(c.validate(None).unwrap_err().key, "discord.shards");
+        }
     }
 
     #[test]

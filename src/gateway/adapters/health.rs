@@ -1,5 +1,6 @@
-//! Per-adapter health: whether each listener is up, when it last showed signs of life, how often
-//! it was restarted and why.
+//! Per-listener health: whether each receiving connection (a platform's listener, or one part of
+//! it such as a Discord shard) is up, when it last showed signs of life, how often it was
+//! restarted and why.
 
 use std::time::Duration;
 
@@ -7,6 +8,36 @@ use tokio::time::Instant;
 
 use dashmap::DashMap;
 use hermes_adapter::Platform;
+
+/// One receiving connection: a platform's listener, or part `part` of `parts` of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Listener {
+    pub platform: Platform,
+    pub part: u16,
+    pub parts: u16,
+}
+
+impl Listener {
+    /// The whole listener of `platform` (one part).
+    pub fn whole(platform: Platform) -> Listener {
+        Listener {
+            platform,
+            part: 0,
+            parts: 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Listener {
+    /// `discord`, or `discord 1/4` for part 1 of 4.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.parts > 1 {
+            write!(f, "{} {}/{}", self.platform, self.part, self.parts)
+        } else {
+            write!(f, "{}", self.platform)
+        }
+    }
+}
 
 /// What a listener is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,17 +62,17 @@ pub struct AdapterHealth {
     pub last_error: Option<String>,
 }
 
-/// Health of all adapters, shared by the supervisor, the sinks and `/status`.
+/// Health of all listeners, shared by the supervisors, the sinks and `/status`.
 #[derive(Debug, Default)]
 pub struct HealthBoard {
-    adapters: DashMap<Platform, AdapterHealth>,
+    adapters: DashMap<Listener, AdapterHealth>,
 }
 
 impl HealthBoard {
-    pub fn set_state(&self, platform: Platform, state: ListenerState, error: Option<String>) {
+    pub fn set_state(&self, listener: Listener, state: ListenerState, error: Option<String>) {
         let mut entry = self
             .adapters
-            .entry(platform)
+            .entry(listener)
             .or_insert_with(|| AdapterHealth {
                 state,
                 since: Instant::now(),
@@ -64,8 +95,8 @@ impl HealthBoard {
         }
     }
 
-    pub fn heartbeat(&self, platform: Platform) {
-        if let Some(mut h) = self.adapters.get_mut(&platform) {
+    pub fn heartbeat(&self, listener: Listener) {
+        if let Some(mut h) = self.adapters.get_mut(&listener) {
             h.last_heartbeat = Some(Instant::now());
             if h.state != ListenerState::Up {
                 h.state = ListenerState::Up;
@@ -75,20 +106,21 @@ impl HealthBoard {
     }
 
     /// Record a problem that is not an outage (shown as the last error, state unchanged).
-    pub fn note(&self, platform: Platform, note: String) {
-        if let Some(mut h) = self.adapters.get_mut(&platform) {
+    pub fn note(&self, listener: Listener, note: String) {
+        if let Some(mut h) = self.adapters.get_mut(&listener) {
             h.last_error = Some(note);
         }
     }
 
     /// Time since the last sign of life (or since the listener started, if none yet).
-    pub fn silence(&self, platform: Platform) -> Option<Duration> {
+    pub fn silence(&self, listener: Listener) -> Option<Duration> {
         self.adapters
-            .get(&platform)
+            .get(&listener)
             .map(|h| h.last_heartbeat.unwrap_or(h.since).elapsed())
     }
 
-    pub fn snapshot(&self) -> Vec<(Platform, AdapterHealth)> {
+    /// Every listener's health, in platform and part order.
+    pub fn snapshot(&self) -> Vec<(Listener, AdapterHealth)> {
         let mut all: Vec<_> = self
             .adapters
             .iter()

@@ -1,6 +1,7 @@
 //! Adapter supervision: run each listener, restart it with backoff when it fails, and restart it
 //! when it is connected but silent for too long (a listener that "looks healthy" but receives
-//! nothing is the most common failure users report).
+//! nothing is the most common failure users report). An adapter whose listener is in parts
+//! (Discord shards) has one supervised task per part.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -12,7 +13,8 @@ use hermes_adapter::{Adapter, AdapterError, InboundSink, Platform};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::health::{HealthBoard, ListenerState};
+use super::health::{HealthBoard, Listener, ListenerState};
+use super::receive_lease::{Leaving, ReceiveGate};
 use crate::gateway::Shared;
 
 /// Restart timing.
@@ -46,7 +48,7 @@ impl Default for SupervisorPolicy {
 /// The running supervisors, one per adapter; each can be stopped on its own (reload).
 pub(crate) struct Supervisors {
     policy: SupervisorPolicy,
-    running: HashMap<Platform, (CancellationToken, JoinHandle<()>)>,
+    running: HashMap<Platform, (CancellationToken, Vec<JoinHandle<()>>)>,
 }
 
 impl Supervisors {
@@ -57,59 +59,48 @@ impl Supervisors {
         }
     }
 
-    /// Supervise `adapter` until it is stopped or intake ends.
+    /// Supervise `adapter` (each part of its listener) until it is stopped or intake ends.
     pub fn start(&mut self, shared: &Arc<Shared>, adapter: Arc<dyn Adapter>) {
         let platform = adapter.platform();
-        let sink = shared.sink_for(platform);
         let token = shared.intake.child_token();
-        let gate =
-            super::receive_lease::ReceiveGate::new(shared, platform, adapter.receives_alone());
-        let (shared_health, policy, token_run) =
-            (shared.health.clone(), self.policy, token.clone());
-        let task = tokio::spawn(async move {
-            let Some(gate) = gate else {
-                return supervise(adapter, sink, shared_health, policy, token_run).await;
-            };
-            // One process of the deployment receives; the others stand by for its lease.
-            while let Some(lease) = gate.acquire(&shared_health, &token_run).await {
-                let run_token = token_run.child_token();
-                let run = supervise(
-                    adapter.clone(),
-                    sink.clone(),
-                    shared_health.clone(),
-                    policy,
-                    run_token.clone(),
-                );
-                tokio::pin!(run);
-                tokio::select! {
-                    _ = &mut run => {
-                        gate.release(lease).await;
-                        return;
-                    }
-                    _ = gate.lost(lease) => {
-                        // Taken over while this process was paused or cut off: stop
-                        // receiving, then stand by again.
-                        run_token.cancel();
-                        run.await;
-                    }
-                }
-            }
-        });
-        self.running.insert(platform, (token, task));
+        let parts = adapter.receive_parts().max(1);
+        let tasks = (0..parts)
+            .map(|part| {
+                let listener = Listener {
+                    platform,
+                    part,
+                    parts,
+                };
+                let gate = ReceiveGate::new(shared, listener, adapter.receives_alone());
+                let run = Run {
+                    adapter: adapter.clone(),
+                    listener,
+                    sink: shared.sink_for(listener),
+                    health: shared.health.clone(),
+                    policy: self.policy,
+                };
+                tokio::spawn(supervise_leased(run, gate, token.clone()))
+            })
+            .collect();
+        self.running.insert(platform, (token, tasks));
     }
 
     /// Stop the listener of `platform` and wait for it.
     pub async fn stop(&mut self, platform: Platform) {
-        if let Some((token, task)) = self.running.remove(&platform) {
+        if let Some((token, tasks)) = self.running.remove(&platform) {
             token.cancel();
-            let _ = task.await;
+            for task in tasks {
+                let _ = task.await;
+            }
         }
     }
 
     /// Wait for every supervisor (after intake was cancelled).
     pub async fn join_all(&mut self) {
-        for (_, (_, task)) in self.running.drain() {
-            let _ = task.await;
+        for (_, (_, tasks)) in self.running.drain() {
+            for task in tasks {
+                let _ = task.await;
+            }
         }
     }
 }
@@ -117,27 +108,67 @@ impl Supervisors {
 /// How long a cancelled listener has to return before it is dropped.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Run `adapter` until `shutdown`, restarting it as needed.
-pub async fn supervise(
-    adapter: Arc<dyn Adapter>,
-    sink: Arc<dyn InboundSink>,
-    health: Arc<HealthBoard>,
-    policy: SupervisorPolicy,
-    shutdown: CancellationToken,
-) {
-    let platform = adapter.platform();
+/// What one supervised listener runs with.
+#[derive(Clone)]
+pub struct Run {
+    pub adapter: Arc<dyn Adapter>,
+    pub listener: Listener,
+    pub sink: Arc<dyn InboundSink>,
+    pub health: Arc<HealthBoard>,
+    pub policy: SupervisorPolicy,
+}
+
+/// Supervise `run`'s listener, holding its receiving lease first where `gate` says one is
+/// needed (one process of a deployment receives; the others stand by for its lease).
+async fn supervise_leased(run: Run, gate: Option<ReceiveGate>, shutdown: CancellationToken) {
+    let Some(gate) = gate else {
+        return supervise(run, shutdown).await;
+    };
+    while let Some(lease) = gate.acquire(&run.health, &shutdown).await {
+        let run_token = shutdown.child_token();
+        let listening = supervise(run.clone(), run_token.clone());
+        tokio::pin!(listening);
+        tokio::select! {
+            _ = &mut listening => {
+                gate.release(lease).await;
+                return;
+            }
+            leaving = gate.leaving(lease) => {
+                // Stop receiving, then stand by again: taken over while this process was
+                // paused or cut off, or passed to a process that holds fewer parts.
+                run_token.cancel();
+                listening.await;
+                if let Leaving::Surplus = leaving {
+                    gate.release(lease).await;
+                }
+            }
+        }
+    }
+}
+
+/// Run a listener until `shutdown`, restarting it as needed.
+pub async fn supervise(run: Run, shutdown: CancellationToken) {
+    let Run {
+        adapter,
+        listener,
+        sink,
+        health,
+        policy,
+    } = run;
     let mut backoff = policy.initial_backoff;
     while !shutdown.is_cancelled() {
-        health.set_state(platform, ListenerState::Starting, None);
+        health.set_state(listener, ListenerState::Starting, None);
         let run_token = shutdown.child_token();
         let watchdog = tokio::spawn(watch_silence(
-            platform,
+            listener,
             health.clone(),
             policy.silence_limit,
             run_token.clone(),
         ));
         let started = Instant::now();
-        let run = AssertUnwindSafe(adapter.run(sink.clone(), run_token.clone())).catch_unwind();
+        let run =
+            AssertUnwindSafe(adapter.run_part(listener.part, sink.clone(), run_token.clone()))
+                .catch_unwind();
         tokio::pin!(run);
         // A listener stuck on a deaf connection may not notice it was cancelled: after a grace
         // period it is dropped (with its connections) rather than waited for.
@@ -150,13 +181,13 @@ pub async fn supervise(
             _ = abandoned => None,
         };
         let Some(finished) = finished else {
-            tracing::warn!(%platform, grace = ?STOP_GRACE, "listener did not stop when asked; dropped");
+            tracing::warn!(%listener, grace = ?STOP_GRACE, "listener did not stop when asked; dropped");
             watchdog.abort();
             if shutdown.is_cancelled() {
                 break;
             }
             health.set_state(
-                platform,
+                listener,
                 ListenerState::Restarting,
                 Some("listener went silent".to_owned()),
             );
@@ -186,44 +217,44 @@ pub async fn supervise(
         }
         let (delay, error) = match result {
             Ok(()) if run_token.is_cancelled() => {
-                tracing::warn!(%platform, silent_for = ?policy.silence_limit, "listener went silent; restarting it");
+                tracing::warn!(%listener, silent_for = ?policy.silence_limit, "listener went silent; restarting it");
                 (
                     policy.initial_backoff,
                     Some("listener went silent".to_owned()),
                 )
             }
             Ok(()) => {
-                tracing::warn!(%platform, "listener stopped by itself; restarting it");
+                tracing::warn!(%listener, "listener stopped by itself; restarting it");
                 (backoff, Some("listener stopped".to_owned()))
             }
             Err(AdapterError::Conflict(msg)) => {
-                tracing::error!(%platform, "another process is receiving this bot's updates (is a second hermes running with the same token?): {msg}; retrying in {:?}", policy.conflict_backoff);
+                tracing::error!(%listener, "another process is receiving this bot's updates (is a second hermes running with the same token?): {msg}; retrying in {:?}", policy.conflict_backoff);
                 (policy.conflict_backoff, Some(format!("conflict: {msg}")))
             }
             Err(AdapterError::Unauthorized(msg)) => {
-                tracing::error!(%platform, "the platform rejected the credentials ({msg}); check the token; retrying in {:?}", policy.unauthorized_backoff);
+                tracing::error!(%listener, "the platform rejected the credentials ({msg}); check the token; retrying in {:?}", policy.unauthorized_backoff);
                 (
                     policy.unauthorized_backoff,
                     Some(format!("unauthorized: {msg}")),
                 )
             }
             Err(e) => {
-                tracing::warn!(%platform, error = %e, retry_in = ?backoff, "listener failed; restarting it");
+                tracing::warn!(%listener, error = %e, retry_in = ?backoff, "listener failed; restarting it");
                 (backoff, Some(e.to_string()))
             }
         };
-        health.set_state(platform, ListenerState::Restarting, error);
+        health.set_state(listener, ListenerState::Restarting, error);
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = shutdown.cancelled() => break,
         }
         backoff = (backoff * 2).min(policy.max_backoff);
     }
-    health.set_state(platform, ListenerState::Stopped, None);
+    health.set_state(listener, ListenerState::Stopped, None);
 }
 
 async fn watch_silence(
-    platform: hermes_adapter::Platform,
+    listener: Listener,
     health: Arc<HealthBoard>,
     limit: Duration,
     run: CancellationToken,
@@ -231,7 +262,7 @@ async fn watch_silence(
     let tick = (limit / 4).max(Duration::from_millis(50));
     loop {
         tokio::time::sleep(tick).await;
-        if health.silence(platform).is_some_and(|s| s > limit) {
+        if health.silence(listener).is_some_and(|s| s > limit) {
             run.cancel();
             return;
         }
@@ -312,13 +343,14 @@ mod tests {
             silence_limit: Duration::from_secs(10),
             ..SupervisorPolicy::default()
         };
-        let task = tokio::spawn(supervise(
-            adapter.clone(),
-            Arc::new(NullSink),
-            health.clone(),
+        let run = Run {
+            adapter: adapter.clone(),
+            listener: Listener::whole(Platform::Telegram),
+            sink: Arc::new(NullSink),
+            health: health.clone(),
             policy,
-            shutdown.clone(),
-        ));
+        };
+        let task = tokio::spawn(supervise(run, shutdown.clone()));
         tokio::time::sleep(Duration::from_secs(40)).await;
         // Two failures, then at least one silent run that the watchdog ended.
         assert!(

@@ -341,7 +341,7 @@ async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
             n => format!(", {n} message(s) waiting"),
         }
     ));
-    for (platform, h) in shared.health.snapshot() {
+    for (listener, h) in shared.health.snapshot() {
         let state = match h.state {
             ListenerState::Up => "up",
             ListenerState::Starting => "connecting",
@@ -354,7 +354,7 @@ async fn status(shared: &Arc<Shared>, key: &SessionKey) -> String {
             .map(|t| format!(", last heard {} ago", short(t.elapsed())))
             .unwrap_or_default();
         out.push_str(&format!(
-            "{platform}: {state}{beat}, {} restarts\n",
+            "{listener}: {state}{beat}, {} restarts\n",
             h.restarts
         ));
     }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use hermes_adapter::{Delivery, InboundSink, Message, Platform, SeenChat, SinkError, UnixMillis};
 use tokio::sync::Notify;
 
-use crate::gateway::adapters::health::{HealthBoard, ListenerState};
+use crate::gateway::adapters::health::{HealthBoard, Listener, ListenerState};
 use crate::metrics::{Metrics, metrics};
 use crate::store::{Inbox, Settings};
 
@@ -45,9 +45,11 @@ fn bound(msg: &mut Message) {
     }
 }
 
-/// The sink of one adapter.
+/// The sink of one listener (an adapter, or one part of it).
 pub struct AdapterSink {
     pub platform: Platform,
+    /// Whose health the deliveries and heartbeats show.
+    pub listener: Listener,
     pub inbox: Arc<dyn Inbox>,
     /// Where what the adapter keeps across restarts lives (scope `adapter:<platform>`).
     pub settings: Arc<dyn Settings>,
@@ -73,7 +75,7 @@ impl InboundSink for AdapterSink {
             ));
         }
         bound(&mut msg);
-        self.health.heartbeat(self.platform);
+        self.health.heartbeat(self.listener);
         match self.inbox.inbox_insert(&msg).await {
             Ok(Some(id)) => {
                 Metrics::platform(&metrics().messages_in, self.platform.as_str()).inc();
@@ -94,16 +96,16 @@ impl InboundSink for AdapterSink {
     }
 
     fn heartbeat(&self) {
-        self.health.heartbeat(self.platform);
+        self.health.heartbeat(self.listener);
     }
 
     fn attention(&self, note: &str) {
-        self.health.note(self.platform, note.to_owned());
+        self.health.note(self.listener, note.to_owned());
     }
 
     fn disconnected(&self, reason: &str) {
         self.health.set_state(
-            self.platform,
+            self.listener,
             ListenerState::Restarting,
             Some(reason.to_owned()),
         );

@@ -6,7 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::gateway::Shared;
-use crate::gateway::adapters::health::ListenerState;
+use hermes_adapter::Platform;
+
+use crate::gateway::adapters::health::{AdapterHealth, Listener, ListenerState};
 use crate::metrics::{Metrics, PlatformLabel, metrics};
 
 /// One adapter's state.
@@ -21,6 +23,9 @@ pub struct AdapterStatus {
     pub last_error: Option<String>,
     /// Connected and heard from recently enough.
     pub ready: bool,
+    /// A listener in parts (Discord shards): each part's state here, `0 up, 1 standby, …`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<String>,
 }
 
 /// The daemon's state at one moment.
@@ -130,20 +135,11 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
         .adapter_platforms()
         .into_iter()
         .map(|platform| {
-            let h = health.iter().find(|(p, _)| *p == platform).map(|(_, h)| h);
-            let silent = h.map_or(Duration::ZERO, |h| {
-                h.last_heartbeat.unwrap_or(h.since).elapsed()
-            });
-            let state = h.map_or(ListenerState::Starting, |h| h.state);
-            AdapterStatus {
-                platform: platform.as_str().to_owned(),
-                state: state_name(state).to_owned(),
-                silent_secs: silent.as_secs(),
-                restarts: h.map_or(0, |h| h.restarts),
-                last_error: h.and_then(|h| h.last_error.clone()),
-                ready: state == ListenerState::Up && silent <= max_silence
-                    || state == ListenerState::Standby,
-            }
+            let parts: Vec<_> = health
+                .iter()
+                .filter(|(l, _)| l.platform == platform)
+                .collect();
+            adapter_status(platform, &parts, max_silence)
         })
         .collect();
     let store = &shared.store;
@@ -194,6 +190,65 @@ pub(crate) async fn report(shared: &Shared) -> StatusReport {
     };
     refresh_gauges(metrics(), &report);
     report
+}
+
+/// One platform's line from its listener's parts (most have one): standby only when every
+/// part is, otherwise the worst state of the parts this process runs.
+fn adapter_status(
+    platform: Platform,
+    parts: &[&(Listener, AdapterHealth)],
+    max_silence: Duration,
+) -> AdapterStatus {
+    let silent = |h: &AdapterHealth| h.last_heartbeat.unwrap_or(h.since).elapsed();
+    let ready = |h: &AdapterHealth| {
+        h.state == ListenerState::Up && silent(h) <= max_silence
+            || h.state == ListenerState::Standby
+    };
+    let running: Vec<&AdapterHealth> = parts
+        .iter()
+        .map(|(_, h)| h)
+        .filter(|h| h.state != ListenerState::Standby)
+        .collect();
+    let rank = |s: ListenerState| match s {
+        ListenerState::Up => 0,
+        ListenerState::Standby => 1,
+        ListenerState::Starting => 2,
+        ListenerState::Restarting => 3,
+        ListenerState::Stopped => 4,
+    };
+    let state = match (parts.is_empty(), running.is_empty()) {
+        (true, _) => ListenerState::Starting,
+        (false, true) => ListenerState::Standby,
+        (false, false) => running
+            .iter()
+            .map(|h| h.state)
+            .max_by_key(|s| rank(*s))
+            .unwrap_or(ListenerState::Starting),
+    };
+    AdapterStatus {
+        platform: platform.as_str().to_owned(),
+        state: state_name(state).to_owned(),
+        silent_secs: running
+            .iter()
+            .map(|h| silent(h))
+            .max()
+            .unwrap_or_default()
+            .as_secs(),
+        restarts: parts.iter().map(|(_, h)| h.restarts).sum(),
+        last_error: running
+            .iter()
+            .copied()
+            .chain(parts.iter().map(|(_, h)| h))
+            .find_map(|h| h.last_error.clone()),
+        ready: !parts.is_empty() && parts.iter().all(|(_, h)| ready(h)),
+        parts: (parts.len() > 1).then(|| {
+            parts
+                .iter()
+                .map(|(l, h)| format!("{} {}", l.part, state_name(h.state)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
+    }
 }
 
 /// The deployment's processes as the shared store has them (empty with one process).

@@ -3,7 +3,11 @@
 //! calls to inject MESSAGE_CREATE / INTERACTION_CREATE, redeliver an event, and drop the
 //! connection; the REST calls live in `api`.
 //!
-//! Deviations from the real service, on purpose: one shard and one session at a time; events
+//! Shards as Discord has them: `set_shards(n)` makes IDENTIFY require `shard: [i, n]` (close 4011
+//! without it, 4010 with another count); a server's events go to shard `(guild_id >> 22) % n`,
+//! direct messages to shard 0; each shard has its own session.
+//!
+//! Deviations from the real service, on purpose: one session per shard; events
 //! dispatched while no connection is live are kept for a RESUME (as Discord does) but not
 //! delivered after a new IDENTIFY; `redeliver` exists only here; there is no zlib compression
 //! (the bot asks for it in IDENTIFY, Discord then compresses only if the URL asks for it).
@@ -90,6 +94,19 @@ enum Out {
     Silent,
 }
 
+#[derive(Default)]
+struct Slot {
+    session: Option<Session>,
+    conn: Option<mpsc::UnboundedSender<Out>>,
+}
+
+impl DiscordState {
+    /// The shard events of server `guild` go to (`None`: a direct message, shard 0).
+    fn shard_of(&self, guild: Option<u64>) -> usize {
+        guild.map_or(0, |g| ((g >> 22) % self.shards.len() as u64) as usize)
+    }
+}
+
 struct Session {
     id: String,
     seq: u64,
@@ -114,9 +131,8 @@ pub struct DiscordState {
     pub interaction_tokens: HashMap<u64, String>,
     pub calls: Vec<Call>,
     pub faults: HashMap<String, VecDeque<Fault>>,
-    session: Option<Session>,
-    /// The live connection (identified or resumed), if any.
-    conn: Option<mpsc::UnboundedSender<Out>>,
+    /// Per shard: its session, and its live connection (identified or resumed), if any.
+    shards: Vec<Slot>,
     pub identifies: usize,
     pub resumes: usize,
     pub intents: u64,
@@ -125,11 +141,21 @@ pub struct DiscordState {
     pub files: HashMap<String, Vec<u8>>,
 }
 
-/// Dispatch an event (op 0) in the current session: numbered, logged for RESUME, and sent if a
-/// connection is live.
+/// Dispatch an event (op 0) in the current session of the shard that carries it (by its
+/// `guild_id`): numbered, logged for RESUME, and sent if a connection is live.
 pub(super) fn dispatch_to(st: &St, t: &str, d: Value) -> u64 {
+    let guild = d["guild_id"].as_str().and_then(|g| g.parse().ok());
+    let shard = lock(st).shard_of(guild);
+    dispatch_on(st, shard, t, d)
+}
+
+/// Dispatch an event on shard `shard`.
+fn dispatch_on(st: &St, shard: usize, t: &str, d: Value) -> u64 {
     let mut s = lock(st);
-    let Some(session) = s.session.as_mut() else {
+    let Some(slot) = s.shards.get_mut(shard) else {
+        return 0;
+    };
+    let Some(session) = slot.session.as_mut() else {
         return 0;
     };
     session.seq += 1;
@@ -139,7 +165,7 @@ pub(super) fn dispatch_to(st: &St, t: &str, d: Value) -> u64 {
     if session.log.len() > 1000 {
         session.log.pop_front();
     }
-    if let Some(conn) = &s.conn {
+    if let Some(conn) = &slot.conn {
         let _ = conn.send(Out::Text(text));
     }
     seq
@@ -174,8 +200,7 @@ impl FakeDiscord {
             interaction_tokens: HashMap::new(),
             calls: Vec::new(),
             faults: HashMap::new(),
-            session: None,
-            conn: None,
+            shards: vec![Slot::default()],
             identifies: 0,
             resumes: 0,
             intents: 0,
@@ -249,7 +274,48 @@ impl FakeDiscord {
         self.state().heartbeats
     }
     pub fn connected(&self) -> bool {
-        self.state().conn.is_some()
+        self.state().shards.iter().any(|slot| slot.conn.is_some())
+    }
+
+    /// Split the bot's servers over `n` shards (before the bot connects).
+    pub fn set_shards(&self, n: usize) {
+        self.state().shards = (0..n.max(1)).map(|_| Slot::default()).collect();
+    }
+
+    /// Which shards have a live connection now.
+    pub fn shards_connected(&self) -> Vec<bool> {
+        self.state()
+            .shards
+            .iter()
+            .map(|slot| slot.conn.is_some())
+            .collect()
+    }
+
+    /// A server whose events come on shard `shard` of `of`, with one text channel; returns
+    /// `(guild, channel)`.
+    pub fn guild_on_shard(&self, shard: u64, of: u64) -> (u64, u64) {
+        let guild = ((1000 * of + shard) << 22) | 7;
+        let channel = guild + 1;
+        let mut c = text_channel(channel);
+        c["guild_id"] = json!(guild.to_string());
+        self.state().channels.insert(channel, c);
+        (guild, channel)
+    }
+
+    /// `@bot text` in `channel` of server `guild`.
+    pub fn mention_in(
+        &self,
+        guild: u64,
+        channel: u64,
+        user_id: u64,
+        name: &str,
+        text: &str,
+    ) -> (u64, u64) {
+        let mut m = self.new_message(channel, user_id, name, &format!("<@{BOT_ID}> {text}"));
+        m["guild_id"] = json!(guild.to_string());
+        m["member"] = member(&[]);
+        m["mentions"] = json!([bot_user()]);
+        self.post(m)
     }
 
     /// Wait until a session is live (after IDENTIFY or RESUME) `n` times in total.
@@ -259,7 +325,7 @@ impl FakeDiscord {
             "gateway sessions",
             || {
                 let s = self.state();
-                (s.conn.is_some() && s.identifies + s.resumes >= n).then_some(())
+                (s.shards[0].conn.is_some() && s.identifies + s.resumes >= n).then_some(())
             },
             || {
                 format!(
@@ -275,18 +341,20 @@ impl FakeDiscord {
     /// Close the live connection: with a close frame (`Some(code)`, e.g. 4000 is resumable),
     /// or abruptly (`None`).
     pub fn drop_connection(&self, code: Option<u16>) {
-        let mut s = self.state();
-        if let Some(conn) = s.conn.take() {
-            let _ = conn.send(code.map_or(Out::Kill, Out::Close));
+        for slot in &mut self.state().shards {
+            if let Some(conn) = slot.conn.take() {
+                let _ = conn.send(code.map_or(Out::Kill, Out::Close));
+            }
         }
     }
 
     /// The live connection stays open but deaf: no events, no heartbeat acknowledgements. What
     /// is dispatched meanwhile is kept for a RESUME.
     pub fn go_silent(&self) {
-        let mut s = self.state();
-        if let Some(conn) = s.conn.take() {
-            let _ = conn.send(Out::Silent);
+        for slot in &mut self.state().shards {
+            if let Some(conn) = slot.conn.take() {
+                let _ = conn.send(Out::Silent);
+            }
         }
     }
 
@@ -302,7 +370,9 @@ impl FakeDiscord {
 
     /// Forget the session, so a RESUME is refused (op 9) and the bot must IDENTIFY again.
     pub fn invalidate_session(&self) {
-        self.state().session = None;
+        for slot in &mut self.state().shards {
+            slot.session = None;
+        }
     }
 
     /// Dispatch any event in the current session; returns its sequence number.
@@ -314,7 +384,8 @@ impl FakeDiscord {
     pub fn redeliver(&self, seq: u64) -> u64 {
         let event = {
             let s = self.state();
-            s.session
+            s.shards[0]
+                .session
                 .as_ref()
                 .and_then(|sess| sess.log.iter().find(|(q, _)| *q == seq).cloned())
         };
@@ -460,27 +531,42 @@ async fn upgrade(State(st): State<St>, ws: WebSocketUpgrade) -> Response {
     ws.on_upgrade(move |socket| connection(st, socket))
 }
 
-fn ready(st: &St) -> u64 {
-    let session = {
+fn ready(st: &St, shard: usize) -> u64 {
+    let (session, total) = {
         let mut s = lock(st);
         let id = format!("session-{}", snowflake(&mut s));
-        s.session = Some(Session {
+        s.shards[shard].session = Some(Session {
             id: id.clone(),
             seq: 0,
             log: VecDeque::new(),
         });
-        id
+        (id, s.shards.len())
     };
     let url = lock(st).ws_url.clone();
-    dispatch_to(
+    dispatch_on(
         st,
+        shard,
         "READY",
         json!({
             "v": 10, "user": bot_user(), "guilds": [{"id": GUILD.to_string(), "unavailable": true}],
-            "session_id": session, "resume_gateway_url": url, "shard": [0, 1],
+            "session_id": session, "resume_gateway_url": url, "shard": [shard, total],
             "application": {"id": APPLICATION_ID.to_string(), "flags": 0},
         }),
     )
+}
+
+/// The shard an IDENTIFY asks for, or the close code refusing it.
+fn identified_shard(st: &St, d: &Value) -> Result<usize, (u16, &'static str)> {
+    let total = lock(st).shards.len();
+    match d["shard"]
+        .as_array()
+        .map(|a| (a[0].as_u64(), a[1].as_u64()))
+    {
+        None if total == 1 => Ok(0),
+        None => Err((4011, "Sharding required.")),
+        Some((Some(i), Some(n))) if n as usize == total && (i as usize) < total => Ok(i as usize),
+        Some(_) => Err((4010, "Invalid shard.")),
+    }
 }
 
 /// One websocket connection: HELLO, then IDENTIFY or RESUME, heartbeats, and dispatches.
@@ -491,6 +577,8 @@ async fn connection(st: St, mut socket: WebSocket) {
         return;
     }
     let mut silent = false;
+    // The shard this connection identified or resumed as.
+    let mut shard = 0;
     loop {
         tokio::select! {
             out = rx.recv() => match out {
@@ -535,24 +623,34 @@ async fn connection(st: St, mut socket: WebSocket) {
                             let _ = socket.send(Ws::Close(Some(CloseFrame { code: 4004, reason: "Authentication failed.".into() }))).await;
                             break;
                         }
+                        shard = match identified_shard(&st, &v["d"]) {
+                            Ok(shard) => shard,
+                            Err((code, reason)) => {
+                                let _ = socket.send(Ws::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
+                                break;
+                            }
+                        };
                         {
                             let mut s = lock(&st);
                             s.identifies += 1;
                             s.intents = v["d"]["intents"].as_u64().unwrap_or(0);
-                            s.conn = Some(tx.clone());
+                            s.shards[shard].conn = Some(tx.clone());
                         }
-                        ready(&st);
+                        ready(&st, shard);
                     }
                     Some(6) => {
                         let wanted = v["d"]["session_id"].as_str().unwrap_or_default().to_owned();
                         let after = v["d"]["seq"].as_u64().unwrap_or(0);
                         let replay = {
                             let mut s = lock(&st);
-                            match s.session.as_ref().filter(|sess| sess.id == wanted) {
-                                Some(sess) => {
-                                    let events: Vec<String> = sess.log.iter().filter(|(q, _)| *q > after).map(|(_, t)| t.clone()).collect();
+                            let found = s.shards.iter().position(|slot| slot.session.as_ref().is_some_and(|sess| sess.id == wanted));
+                            match found {
+                                Some(i) => {
+                                    shard = i;
+                                    let slot = &mut s.shards[i];
+                                    let events: Vec<String> = slot.session.as_ref().map(|sess| sess.log.iter().filter(|(q, _)| *q > after).map(|(_, t)| t.clone()).collect()).unwrap_or_default();
+                                    slot.conn = Some(tx.clone());
                                     s.resumes += 1;
-                                    s.conn = Some(tx.clone());
                                     Some(events)
                                 }
                                 None => None,
@@ -566,7 +664,7 @@ async fn connection(st: St, mut socket: WebSocket) {
                                         break;
                                     }
                                 }
-                                dispatch_to(&st, "RESUMED", json!({}));
+                                dispatch_on(&st, shard, "RESUMED", json!({}));
                             }
                             None => {
                                 let invalid = json!({"op": 9, "d": false}).to_string();
@@ -580,7 +678,9 @@ async fn connection(st: St, mut socket: WebSocket) {
         }
     }
     let mut s = lock(&st);
-    if s.conn.as_ref().is_some_and(|c| c.same_channel(&tx)) {
-        s.conn = None;
+    if let Some(slot) = s.shards.get_mut(shard)
+        && slot.conn.as_ref().is_some_and(|c| c.same_channel(&tx))
+    {
+        slot.conn = None;
     }
 }

@@ -22,6 +22,7 @@ fn settings() -> DiscordSettings {
         require_mention: true,
         auto_thread: false,
         message_content: true,
+        shards: 1,
     }
 }
 
