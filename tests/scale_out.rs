@@ -451,6 +451,64 @@ async fn confirmations_reach_the_waiting_turn_whichever_process_routes_the_press
     );
 }
 
+/// A `/stop` stops the running turn of its session whichever process routes it (the router
+/// hands it to the process running the turn): 24 people's long answers are all stopped at once,
+/// none is sent, and some of the stops crossed processes (7 to 13 of 24 in three runs; which
+/// router claims a stop is a race, so the count varies).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stop_reaches_the_running_turn_whichever_process_routes_it() {
+    const USERS: i64 = 24;
+    let url = support::postgres::fresh_database().await;
+    let db = support::postgres::connect(&url).await;
+    let mut w = world(USERS, &url).await;
+    w.llm.set_default(|req| {
+        let said = req.last_user_text().unwrap_or_default();
+        Reply::text(format!("re {}", said.trim())).delayed(Duration::from_secs(120))
+    });
+    let _daemons = [join(&mut w).await, join(&mut w).await];
+    receiver(&db).await;
+    for u in FIRST_USER..FIRST_USER + USERS {
+        w.tg.private_text(u, "Member", &format!("u{u} a long question"));
+    }
+    // Every turn is waiting for the model (one request per person).
+    w.llm
+        .wait_requests(USERS as usize, Duration::from_secs(60))
+        .await;
+    let started = Instant::now();
+    for u in FIRST_USER..FIRST_USER + USERS {
+        w.tg.private_text(u, "Member", "/stop");
+    }
+    let stopped = |w: &World| {
+        w.tg.sent()
+            .into_iter()
+            .filter(|m| m.visible_text.starts_with("⏹ Stopped."))
+            .map(|m| m.chat_id)
+            .collect::<std::collections::HashSet<_>>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stopped(&w).len() < USERS as usize {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {USERS} turns stopped: {:?}",
+            stopped(&w).len(),
+            support::telegram::visible(&w.tg.sent())
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("{USERS} turns stopped in {:?}", started.elapsed());
+    assert!(
+        replies(&w).is_empty(),
+        "a stopped turn answered: {:?}",
+        replies(&w)
+    );
+    let handed = w.logged("handed to the process running the session");
+    println!("{handed} stop(s) handed to the process running the session");
+    assert!(
+        handed > 0,
+        "no stop crossed processes: the test showed nothing"
+    );
+}
+
 /// The process (of `daemons`) whose registration id is `id`.
 fn by_id(daemons: &mut [Daemon], id: &str) -> usize {
     let pid: i32 = id.split(':').nth(1).and_then(|p| p.parse().ok()).unwrap();
