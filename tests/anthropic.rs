@@ -2,7 +2,7 @@
 //! on the stable prefix (system prompt and tools), a prefix that is byte-identical across the
 //! turns of a session, and cache reads counted in /usage.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::WAIT;

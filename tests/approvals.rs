@@ -3,7 +3,7 @@
 //! told; a typed "yes" approves; another user's press does nothing; two confirmations in one
 //! turn are asked one after another.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::daemon::{ALICE, BOB, GROUP, World};

@@ -4,7 +4,7 @@
 //! conversations (without --force), and a damaged archive, writing nothing; secrets stay out of
 //! the archive unless asked for.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Bad input, black-box: invalid UTF-8 on the wire, a 10 MB message, a tool that prints
 //! 100,000 lines. No crash, a clear log line, and other conversations carry on.
 
-mod support;
+use crate::support;
 
 use support::daemon::{ALICE, BOB, World};
 use support::llm::Reply;

@@ -1,7 +1,7 @@
 //! The command line as a user meets it: configuration errors, a missing provider, `chat` and
 //! `doctor`.
 
-mod support;
+use crate::support;
 
 use support::daemon::World;
 

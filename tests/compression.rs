@@ -3,7 +3,7 @@
 //! first messages, the summary and the most recent messages — never a tool result without its
 //! call. `/compress` does it on demand.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 

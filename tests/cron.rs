@@ -3,7 +3,7 @@
 //! schedules are refused. Through the real binary: a run whose output was stored before a kill
 //! is delivered exactly once after restart, and missed runs follow the grace policy.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

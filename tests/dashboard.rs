@@ -6,7 +6,7 @@
 //! turned off and on from the page (new conversations see it); the chat page talks to the agent
 //! through the HTTP API, whole and streamed.
 
-mod support;
+use crate::support;
 
 use reqwest::header::{CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::redirect::Policy;

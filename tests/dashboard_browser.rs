@@ -10,7 +10,7 @@
 //!
 //! Needs /usr/bin/chromium and /usr/bin/chromedriver (`.ci/test` installs them).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! and the fake LLM: who gets answered where (DMs, mentions, replies, threads), unlisted users,
 //! approval buttons and attachments.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

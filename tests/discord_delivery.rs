@@ -2,7 +2,7 @@
 //! with code fences intact, 429 waited out, redelivered events answered once, nothing lost or
 //! doubled across a kill) and gateway reconnects (RESUME with replay, a new IDENTIFY, health).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

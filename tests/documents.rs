@@ -5,7 +5,7 @@
 //!
 //! The email test needs the mail servers: run `.ci/mail-servers` first (`.ci/run` does it).
 
-mod support;
+use crate::support;
 
 use base64::Engine;
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! Nothing lost, nothing doubled: the real daemon killed (SIGKILL) or stopped (SIGTERM) at the
 //! moments that matter, then restarted, with the fakes counting what reached the chat.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! Needs the mail servers: run `.ci/mail-servers` first (as root; `.ci/run` does it). Without
 //! them these tests fail with that instruction; they never skip silently.
 
-mod support;
+use crate::support;
 
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! Retry-After, a dead provider falls over to the fallback, and the user sees one short notice
 //! and then the answer — never silence, never a stack trace.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

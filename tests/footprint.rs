@@ -3,10 +3,10 @@
 //!
 //! ```sh
 //! cargo build --release
-//! HERMES_TEST_BIN=target/release/hermes cargo test --test footprint -- --ignored --nocapture
+//! HERMES_TEST_BIN=target/release/hermes cargo test --test e2e footprint:: -- --ignored --nocapture
 //! ```
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! the import that user finds all of it in hermes: the skill in the index sent to the model, the
 //! memory in the system prompt, and the old conversation through `session_search`.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

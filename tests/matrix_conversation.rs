@@ -5,12 +5,8 @@
 //! Needs Synapse: run `.ci/synapse` first (`.ci/run` does it). Without it these tests fail with
 //! that instruction; they never skip silently.
 
-// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
-#![recursion_limit = "256"]
-
-#[path = "support/matrix/mod.rs"]
-mod matrix;
-mod support;
+use crate::matrix_support as matrix;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,12 +7,8 @@
 //! its own private Synapse (same script, another port and data directory), so restarting it does
 //! not disturb tests running in parallel.
 
-// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
-#![recursion_limit = "256"]
-
-#[path = "support/matrix/mod.rs"]
-mod matrix;
-mod support;
+use crate::matrix_support as matrix;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! Needs `.ci/mcp-tools` (the venv and the npm package); without them these tests fail saying
 //! so.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -338,7 +338,7 @@ async fn a_server_that_cannot_start_is_reported_and_the_others_serve() {
 
 /// Measurements for the closing note, not a check: spawn to first poll with no MCP server and
 /// with three, and what the daemon's own memory grows by per connected server. Run with
-/// `cargo nextest run --test mcp_client -E 'test(/mcp_cost/)' --run-ignored only --no-capture`.
+/// `cargo nextest run -E 'test(/^mcp_client::.*mcp_cost/)' --run-ignored only --no-capture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run by hand"]
 async fn mcp_cost() {

@@ -7,7 +7,7 @@
 //!
 //! Needs `.ci/mcp-tools` (the venv); without it these tests fail saying so.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::daemon::{ALICE, BOB, World};

@@ -2,7 +2,7 @@
 //! appears in the system prompt of the next session (and not before: the prefix of a running
 //! session never changes), within the caps.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! PID 1 here, so the unit cannot be started by `systemctl start`: the daemon is started the way
 //! the unit would (same binary, user, configuration file and home), without systemd.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;

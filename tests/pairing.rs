@@ -3,7 +3,7 @@
 //! restart), `revoke` shuts them out again; strangers in groups and with pairing off get
 //! nothing.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::WAIT;

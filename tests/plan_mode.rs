@@ -3,7 +3,7 @@
 //! Approve carries the plan out in the same turn, Revise plans again with the person's words,
 //! Cancel ends it; a profile whose mode is `plan` plans every request.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::daemon::{ALICE, World};

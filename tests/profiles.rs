@@ -2,7 +2,7 @@
 //! with their own model name, system prompt and tools; `/profile` shows and switches a chat's
 //! profile (a new conversation); a profile's level and skills apply.
 
-mod support;
+use crate::support;
 
 use support::WAIT;
 use support::daemon::{ALICE, TOKEN};

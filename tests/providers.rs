@@ -2,7 +2,7 @@
 //! streamed: text deltas, tool calls, usage and prompt-cache fields, error classification, cut
 //! streams, images, and keys kept out of errors.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

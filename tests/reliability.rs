@@ -2,7 +2,7 @@
 //! is SIGKILLed at random moments, and storms of platform and provider failures. The fakes count
 //! what reached the chat.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};

@@ -1,7 +1,7 @@
 //! Session resets by policy, through the real binary: after the idle period the next message
 //! starts a new conversation and the user is told in one line.
 
-mod support;
+use crate::support;
 
 use hermes::store::SqliteStore;
 use support::WAIT;

@@ -5,7 +5,7 @@
 //!
 //! Needs Debian's `bubblewrap` (`.ci/run` installs it); without it these tests fail saying so.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

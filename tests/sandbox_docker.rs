@@ -8,7 +8,7 @@
 //!
 //! Needs Debian's `docker.io` and `busybox-static` (`.ci/test` installs them).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! Needs Debian's `openssh-server` (`.ci/test` installs it); without it these tests fail saying
 //! so.
 
-mod support;
+use crate::support;
 
 use support::WAIT;
 use support::daemon::{ALICE, World};

@@ -6,7 +6,7 @@
 
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -237,7 +237,7 @@ async fn three_processes_answer_1000_messages_once_while_the_receiver_is_killed_
 }
 
 /// Throughput with 1, 2 and 3 processes on this machine (a measurement, not a check: run with
-/// `cargo nextest run --test scale_out --run-ignored only --no-capture`).
+/// `cargo nextest run -E 'test(/^scale_out::/)' --run-ignored only --no-capture`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore]
 async fn throughput_with_one_two_and_three_processes() {

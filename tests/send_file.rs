@@ -3,7 +3,7 @@
 //! Slack through the external upload flow, email as a MIME attachment; a file arrives once even
 //! when the platform fails the first upload, and too-large files are refused with a reason.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `hermes status`, the systemd notify protocol with its watchdog, SIGHUP reloads (good and
 //! broken files), JSON logs, and the systemd units (verified by `systemd-analyze`).
 
-mod support;
+use crate::support;
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};

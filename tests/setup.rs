@@ -5,7 +5,7 @@
 //! way, exits non-zero on a refused token or key without printing it, and replaces existing
 //! files only with `--force`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,7 @@
 //! updated in the next), explicit skills from the chat, and a silent background review that
 //! saves a skill after a long task.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! who is answered and where (DMs, mentions answered in their thread, thread follow-ups),
 //! signature checks, duplicates, Block Kit approvals and the `/hermes` slash command.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

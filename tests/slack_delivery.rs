@@ -3,7 +3,7 @@
 //! refreshed or silent connection and a daemon killed mid-turn without losing or doubling a
 //! message.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "postgres")]
 
-mod support;
+use crate::support;
 
 use support::WAIT;
 use support::daemon::{ALICE, World};

@@ -2,7 +2,7 @@
 //! writes — at most about once a second — whose final text is the answer, sent exactly once,
 //! also when an edit is rate limited; a tool call starts a new message.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! End to end through the real binary: who gets answered on Telegram, concurrency and order of
 //! turns, and a tool call, against the fake Bot API and the fake LLM.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::WAIT;

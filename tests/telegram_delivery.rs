@@ -2,7 +2,7 @@
 //! code fences intact, the plain-text fallback, rate limits, network failures and redelivered
 //! updates.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The Telegram listener under supervision, in process: a 409 Conflict (another poller on the
 //! same token) backs off instead of storming, and the listener recovers.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

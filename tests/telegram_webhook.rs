@@ -3,7 +3,7 @@
 //! answers, refusals (401, 400, 413) and deduplication of redelivered updates are checked
 //! against what the fake saw.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

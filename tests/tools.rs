@@ -2,7 +2,7 @@
 //! one file run in order, the workspace cannot be left, each person has their own workspace (an
 //! operator sees them all), and a subagent's summary comes back.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Trust boundaries through the real binary: operators and users, a panicking lane, an
 //! unreadable inbox row, one person's flood beside another's single message.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! sent to the model as an image part of the user's message; without vision the model is told it
 //! cannot see it.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::WAIT;

@@ -3,7 +3,7 @@
 //! transcription is said to the model instead of being dropped; without transcription the model
 //! is told it cannot open the recording.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::WAIT;

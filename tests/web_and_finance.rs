@@ -4,7 +4,7 @@
 //! provider is not configured are not offered; `config check` and `doctor` say what is set up,
 //! never the keys.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::conformance::world::{Platform, Said, texts};
 use crate::support::daemon::Daemon;
 use crate::support::llm::{Gate, Reply};
 use crate::support::{LONG_WAIT, WAIT};
-use crate::world::{Platform, Said, texts};
 
 /// Wait until the bot said something `pick` accepts; returns everything said by then.
 pub async fn wait_said<P: Platform>(

@@ -1,8 +1,8 @@
 //! Discord through the fake REST API and gateway websocket.
 
+use crate::conformance::world::{Injected, Platform, Said};
 use crate::support::daemon::{Daemon, World};
 use crate::support::discord::{self, FakeDiscord, Fault};
-use crate::world::{Injected, Platform, Said};
 
 /// The Discord id of person `who`.
 fn id(who: usize) -> u64 {

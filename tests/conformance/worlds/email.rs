@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::conformance::world::{Injected, Platform, Said};
 use crate::support::daemon::{Daemon, World, unique};
 use crate::support::email::{MailWorld, body_text, header};
 use crate::support::llm::Reply;
 use crate::support::proxy::SilentProxy;
-use crate::world::{Injected, Platform, Said};
 
 /// The body of a mail as the agent reads it: between the frame's header and its end.
 fn unframe(text: &str) -> String {

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::conformance::world::{Injected, Platform, Said};
 use crate::matrix_support::{MatrixWorld, PASSWORD};
 use crate::support::WAIT;
 use crate::support::daemon::{Daemon, World, unique};
 use crate::support::proxy::SilentProxy;
-use crate::world::{Injected, Platform, Said};
 
 /// A Matrix account and its access token.
 #[derive(Clone)]

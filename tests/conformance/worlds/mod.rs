@@ -1,4 +1,4 @@
-//! Each platform's world, as [`crate::world::Platform`] implementations.
+//! Each platform's world, as [`crate::conformance::world::Platform`] implementations.
 
 pub mod discord;
 pub mod email;

@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::conformance::world::{Injected, Platform, Said};
 use crate::support::daemon::{Daemon, World};
 use crate::support::slack::{CHANNEL, Fault, MALLORY, Mode, SlackWorld};
-use crate::world::{Injected, Platform, Said};
 
 /// The Slack id of person `who`.
 fn id(who: usize) -> String {

@@ -1,8 +1,8 @@
 //! Telegram through the fake Bot API (long polling).
 
+use crate::conformance::world::{Injected, Platform, Said};
 use crate::support::daemon::{Daemon, GROUP, World};
 use crate::support::telegram::Fault;
-use crate::world::{Injected, Platform, Said};
 
 /// The Telegram id of person `who`.
 fn id(who: usize) -> i64 {

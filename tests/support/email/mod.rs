@@ -5,7 +5,7 @@
 //! the password `secret`), so tests run in parallel without seeing each other's mail.
 //!
 //! Locally: `.ci/mail-servers` (as root; installs Dovecot and aiosmtpd on first use), then
-//! `cargo nextest run --test email_conversation --test email_delivery`.
+//! `cargo nextest run -E 'test(/^email_/)'`.
 
 mod servers;
 mod world;

@@ -5,11 +5,11 @@
 //! Each world registers its own fresh users (bot, alice, bob, mallory) through the open
 //! registration API, so tests run in parallel on one Synapse without seeing each other.
 //!
-//! Not part of `support/mod.rs`: only the Matrix tests load it (`#[path]`), so the other test
-//! binaries do not compile matrix-sdk code, nor need its recursion limit.
+//! Not part of `support/mod.rs`: the test binary loads it as `matrix_support` (`#[path]`) only
+//! where the Matrix adapter is built, and the benches never do.
 //!
 //! Locally: `.ci/synapse` (installs Synapse from PyPI into a venv on first use), then
-//! `cargo nextest run --test matrix_conversation --test matrix_delivery`.
+//! `cargo nextest run -E 'test(/^matrix_/)'`.
 
 #![allow(dead_code)]
 

@@ -10,14 +10,6 @@
 //!
 //! Needs the mail servers and Synapse (`.ci/test` starts them).
 
-// matrix-sdk's futures are deep: proving a spawned sync loop `Send` needs more than 128 levels.
-#![recursion_limit = "256"]
-
-#[path = "../support/matrix/mod.rs"]
-mod matrix_support;
-#[path = "../support/mod.rs"]
-mod support;
-
 mod cases;
 mod world;
 mod worlds;
@@ -32,7 +24,7 @@ macro_rules! suite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    crate::cases::$case::<$world>().await;
+                    crate::conformance::cases::$case::<$world>().await;
                 }
             )*
         }
@@ -41,12 +33,12 @@ macro_rules! suite {
 
 suite! {
     platforms:
-        telegram => crate::worlds::telegram::Telegram,
-        discord => crate::worlds::discord::Discord,
-        slack_socket => crate::worlds::slack::SlackSocket,
-        slack_events => crate::worlds::slack::SlackEvents,
-        email => crate::worlds::email::Email,
-        matrix => crate::worlds::matrix::Matrix,
+        telegram => crate::conformance::worlds::telegram::Telegram,
+        discord => crate::conformance::worlds::discord::Discord,
+        slack_socket => crate::conformance::worlds::slack::SlackSocket,
+        slack_events => crate::conformance::worlds::slack::SlackEvents,
+        email => crate::conformance::worlds::email::Email,
+        matrix => crate::conformance::worlds::matrix::Matrix,
     ;
     cases: [
         direct_message_is_answered,
