@@ -3,7 +3,8 @@
 //! account that writes to the bot, the model picked from the provider's list) writes a
 //! configuration whose daemon answers that person's DMs; `--non-interactive` verifies the same
 //! way, exits non-zero on a refused token or key without printing it, and replaces existing
-//! files only with `--force`.
+//! files only with `--force`; Discord, Slack, email and Matrix are checked on the spot against
+//! the fakes, Dovecot and Synapse.
 
 use crate::support;
 
@@ -344,4 +345,167 @@ async fn non_interactive_setup_verifies_refuses_without_printing_secrets_and_nee
     for b in &backups {
         assert_eq!(mode(&w.home.path().join(b)), 0o600, "{b}");
     }
+}
+
+/// Discord, Slack (Socket Mode), email and Matrix set up by flags, each checked on the spot
+/// against the fake Discord (`/users/@me`) and Slack (`auth.test`), the real Dovecot (IMAP and
+/// SMTP login) and the real Synapse (a login): a refused credential of any of them stops setup
+/// without printing it; accepted ones are written (the secrets to hermes.env) into a
+/// configuration `hermes config check` accepts.
+#[cfg(all(
+    feature = "discord",
+    feature = "slack",
+    feature = "email",
+    feature = "matrix"
+))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_interactive_setup_checks_discord_slack_email_and_matrix_on_the_spot() {
+    use support::discord::FakeDiscord;
+    use support::email::MailServers;
+    use support::slack::{APP_TOKEN, BOT_TOKEN, FakeSlack};
+
+    let mut w = world().await;
+    let discord = FakeDiscord::start(TOKEN).await;
+    let slack = FakeSlack::start().await;
+    let mail = MailServers::get();
+    let synapse = crate::matrix_support::Synapse::get();
+    let matrix_user = synapse
+        .register(&format!("setup{}", std::process::id()))
+        .await;
+    w.unset_env("TELEGRAM_BOT_TOKEN");
+    // Where the configuration would name the real services (and the test mail server's ports).
+    for (k, v) in [
+        ("DISCORD_API_URL", discord.api_url()),
+        ("SLACK_API_URL", slack.api_url()),
+        ("EMAIL_IMAP_PORT", mail.imap_port.to_string()),
+        ("EMAIL_IMAP_SECURITY", "plain".into()),
+        ("EMAIL_SMTP_PORT", mail.smtp_port.to_string()),
+        ("EMAIL_SMTP_SECURITY", "plain".into()),
+        ("EMAIL_SMTP_USER", String::new()),
+    ] {
+        w.set_env(k, &v);
+    }
+    let mailbox = format!("setup{}@localhost", std::process::id());
+    let matrix_id = matrix_user.to_string();
+    let args =
+        |discord_token: &str, slack_token: &str, mail_password: &str, matrix_password: &str| {
+            let owned: Vec<String> = [
+                "setup",
+                "--non-interactive",
+                "--discord-token",
+                discord_token,
+                "--slack-bot-token",
+                slack_token,
+                "--slack-app-token",
+                APP_TOKEN,
+                "--email-address",
+                &mailbox,
+                "--email-password",
+                mail_password,
+                "--email-imap-host",
+                "127.0.0.1",
+                "--email-smtp-host",
+                "127.0.0.1",
+                "--email-authserv-id",
+                &mail.authserv_id,
+                "--matrix-homeserver",
+                &synapse.url,
+                "--matrix-user-id",
+                &matrix_id,
+                "--matrix-password",
+                matrix_password,
+                "--allow",
+                "discord:111111111111111111,slack:U0ALICE,email:alice@localhost",
+                "--allow",
+                "matrix:@alice:localhost",
+                "--api-key",
+                API_KEY,
+                "--model",
+                "test-model",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            owned
+        };
+    let setup = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (status, out, err) = tokio::task::block_in_place(|| w.run(&args));
+        (status.code(), format!("{out}\n{err}"))
+    };
+    let password = crate::matrix_support::PASSWORD;
+
+    // Each platform refusing in turn: exit 1, naming it, never printing what was refused.
+    for (refused, wrong, args) in [
+        (
+            "Discord",
+            "wrong-discord",
+            args("wrong-discord", BOT_TOKEN, "secret", password),
+        ),
+        (
+            "Slack",
+            "xoxb-wrong",
+            args(TOKEN, "xoxb-wrong", "secret", password),
+        ),
+        (
+            "email",
+            "wrong-mail-pw",
+            args(TOKEN, BOT_TOKEN, "wrong-mail-pw", password),
+        ),
+        (
+            "Matrix",
+            "wrong-matrix",
+            args(TOKEN, BOT_TOKEN, "secret", "wrong-matrix"),
+        ),
+    ] {
+        let (code, output) = setup(args);
+        assert_eq!(code, Some(1), "{refused}: {output}");
+        assert!(
+            output.contains(&format!("{refused} did not accept the credentials")),
+            "{refused}: {output}"
+        );
+        assert!(!output.contains(wrong), "{output}");
+        assert!(!w.home.path().join("config.toml").exists());
+    }
+
+    let (code, output) = setup(args(TOKEN, BOT_TOKEN, "secret", password));
+    assert_eq!(code, Some(0), "{output}");
+    for checked in ["✓ Discord:", "✓ Slack:", "✓ email:", "✓ Matrix:"] {
+        assert!(output.contains(checked), "{checked}: {output}");
+    }
+    for secret in [TOKEN, BOT_TOKEN, APP_TOKEN, password, API_KEY] {
+        assert!(!output.contains(secret), "{output}");
+    }
+    let config = std::fs::read_to_string(w.home.path().join("config.toml")).unwrap();
+    for section in ["[discord]", "[slack]", "[email]", "[matrix]"] {
+        assert!(config.contains(section), "{section}: {config}");
+    }
+    assert!(config.contains(&matrix_id), "{config}");
+    let env = env_file(&w.home.path().join("hermes.env"));
+    assert_eq!(
+        env.get("DISCORD_BOT_TOKEN").map(String::as_str),
+        Some(TOKEN)
+    );
+    assert_eq!(
+        env.get("SLACK_BOT_TOKEN").map(String::as_str),
+        Some(BOT_TOKEN)
+    );
+    assert_eq!(
+        env.get("SLACK_APP_TOKEN").map(String::as_str),
+        Some(APP_TOKEN)
+    );
+    assert_eq!(
+        env.get("EMAIL_PASSWORD").map(String::as_str),
+        Some("secret")
+    );
+    assert_eq!(
+        env.get("MATRIX_PASSWORD").map(String::as_str),
+        Some(password)
+    );
+    // With hermes.env loaded, as systemd's EnvironmentFile and setup's start hint do.
+    for (k, v) in &env {
+        w.set_env(k, v);
+    }
+    let (status, out, err) = tokio::task::block_in_place(|| w.run(&["config", "check"]));
+    assert!(status.success(), "{out}{err}");
 }
