@@ -11,6 +11,7 @@ mod agent;
 mod cron;
 mod documents;
 mod env;
+mod env_file;
 mod error;
 mod gateway;
 mod llm;
@@ -28,6 +29,7 @@ mod tool_apis;
 mod tools;
 mod transcription;
 mod validate;
+pub use env_file::quote as quote_env_value;
 pub use validate::host_and_port;
 
 use std::path::{Path, PathBuf};
@@ -174,7 +176,8 @@ pub trait EnvSource {
 /// The process environment as it was at start: captured once (see [`capture_environment`]),
 /// because the daemon then wipes the credentials out of its live environment block, where its
 /// children could read them in `/proc/<pid>/environ`. A running process's environment never
-/// changes from outside, so the capture is what the live one would say.
+/// changes from outside, so the capture is what the live one would say. Variables the process
+/// was not given come from `$HERMES_HOME/hermes.env` when it has them (`env_file`).
 pub struct ProcessEnv;
 
 static STARTING_ENV: std::sync::OnceLock<std::collections::HashMap<String, String>> =
@@ -183,10 +186,25 @@ static STARTING_ENV: std::sync::OnceLock<std::collections::HashMap<String, Strin
 /// Capture the process environment (once; later calls keep the first capture).
 pub fn capture_environment() {
     STARTING_ENV.get_or_init(|| {
-        std::env::vars_os()
+        let mut env: std::collections::HashMap<String, String> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect()
+            .collect();
+        let home = home_dir(&env);
+        for (name, value) in env_file::read(&home) {
+            // Set and not blank in the process: that wins (blank counts as unset, as below).
+            let given = env.get(&name).is_some_and(|v| !v.trim().is_empty());
+            if !given {
+                env.insert(name, value);
+            }
+        }
+        env
     });
+}
+
+impl EnvSource for std::collections::HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).filter(|v| !v.trim().is_empty()).cloned()
+    }
 }
 
 impl EnvSource for ProcessEnv {

@@ -103,18 +103,8 @@ pub(super) fn merge_env(
     (changed.then_some(out), outcomes)
 }
 
-/// `value` as a dotenv value that a shell (`set -a; . hermes.env`) and systemd read back the
-/// same: bare when it is plain, else single-quoted.
-pub(in crate::cli) fn quote(value: &str) -> String {
-    let plain = value
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.:/@+=,".contains(c));
-    if plain && !value.is_empty() {
-        value.to_owned()
-    } else {
-        format!("'{}'", value.replace('\'', "'\\''"))
-    }
-}
+/// `value` as an environment file's value (one place writes and reads them: `config`).
+pub(in crate::cli) use crate::config::quote_env_value as quote;
 
 /// Replace `path` with `text`, readable by its owner only (0600), atomically.
 pub(in crate::cli) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {

@@ -208,8 +208,13 @@ fn start_hint(targets: &Targets) -> String {
         Some(h) => format!("HERMES_HOME={h} "),
         None => String::new(),
     };
-    format!(
-        "Start it in this terminal: set -a; . {}; set +a; {home}hermes{config} gateway",
-        targets.env.display()
-    )
+    // hermes reads its home's hermes.env itself; one written elsewhere must be sourced.
+    if targets.env == targets.home.join("hermes.env") {
+        format!("Start it in this terminal: {home}hermes{config} gateway")
+    } else {
+        format!(
+            "Start it in this terminal: set -a; . {}; set +a; {home}hermes{config} gateway",
+            targets.env.display()
+        )
+    }
 }
