@@ -485,16 +485,13 @@ async fn a_stop_reaches_the_running_turn_whichever_process_routes_it() {
             .map(|m| m.chat_id)
             .collect::<std::collections::HashSet<_>>()
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while stopped(&w).len() < USERS as usize {
-        assert!(
-            Instant::now() < deadline,
-            "{} of {USERS} turns stopped: {:?}",
-            stopped(&w).len(),
-            support::telegram::visible(&w.tg.sent())
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait_for(
+        Duration::from_secs(30),
+        "every turn stopped",
+        || (stopped(&w).len() == USERS as usize).then_some(()),
+        || format!("{:?}", support::telegram::visible(&w.tg.sent())),
+    )
+    .await;
     println!("{USERS} turns stopped in {:?}", started.elapsed());
     assert!(
         replies(&w).is_empty(),
@@ -697,16 +694,19 @@ fn discord_answers(dc: &support::discord::FakeDiscord) -> HashMap<String, usize>
 }
 
 async fn wait_discord_answers(dc: &support::discord::FakeDiscord, w: &World, n: usize) {
-    let deadline = Instant::now() + support::WAIT;
-    while discord_answers(dc).len() < n {
-        assert!(
-            Instant::now() < deadline,
-            "{:?} answered of {n}; logs:\n{}",
-            discord_answers(dc),
-            tail(&w.logs(), 6000)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait_for(
+        support::WAIT,
+        &format!("{n} Discord messages answered"),
+        || (discord_answers(dc).len() >= n).then_some(()),
+        || {
+            format!(
+                "{:?}; logs:\n{}",
+                discord_answers(dc),
+                tail(&w.logs(), 6000)
+            )
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -3,6 +3,7 @@
 //! The process environment wins over the file; the file never enters the live environment
 //! block (nor the children's), only the configuration's copy.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 /// `value` as an environment file's value that a shell (`set -a; . hermes.env`), systemd and
@@ -75,6 +76,16 @@ fn unquote(word: &str) -> String {
     out
 }
 
+/// Add the file's `pairs` to the process's `env` where the process has no value: one set and
+/// not blank wins (blank counts as unset, as for every variable hermes reads).
+pub(super) fn fill(env: &mut HashMap<String, String>, pairs: Vec<(String, String)>) {
+    for (name, value) in pairs {
+        if env.get(&name).is_none_or(|v| v.trim().is_empty()) {
+            env.insert(name, value);
+        }
+    }
+}
+
 /// The pairs of `home`'s `hermes.env`; none when it is missing or unreadable.
 pub(super) fn read(home: &Path) -> Vec<(String, String)> {
     std::fs::read_to_string(home.join("hermes.env"))
@@ -112,6 +123,18 @@ mod tests {
             let line = format!("K={}", quote(value));
             assert_eq!(parse(&line), [("K".to_owned(), value.to_owned())], "{line}");
         }
+    }
+
+    #[test]
+    fn the_process_wins_and_the_file_fills_what_it_lacks() {
+        let mut env: HashMap<String, String> = [("A", "process"), ("B", " ")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        fill(&mut env, parse("A=file\nB=file\nC=file\n"));
+        assert_eq!(env["A"], "process");
+        assert_eq!(env["B"], "file");
+        assert_eq!(env["C"], "file");
     }
 
     #[test]

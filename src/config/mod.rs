@@ -190,13 +190,7 @@ pub fn capture_environment() {
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
         let home = home_dir(&env);
-        for (name, value) in env_file::read(&home) {
-            // Set and not blank in the process: that wins (blank counts as unset, as below).
-            let given = env.get(&name).is_some_and(|v| !v.trim().is_empty());
-            if !given {
-                env.insert(name, value);
-            }
-        }
+        env_file::fill(&mut env, env_file::read(&home));
         env
     });
 }

@@ -30,11 +30,7 @@ pub(super) fn merge_toml(
     let mut outcomes = Vec::new();
     let mut changed = false;
     for s in settings {
-        let table = doc
-            .entry(s.section)
-            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-            .as_table_mut()
-            .ok_or_else(|| format!("`{}` is not a table", s.section))?;
+        let table = section(&mut doc, s.section)?;
         let value = to_item(&s.value);
         match table.get(s.key) {
             Some(existing) if existing.to_string().trim() == value.to_string().trim() => {
@@ -57,6 +53,17 @@ fn is_empty(item: &toml_edit::Item) -> bool {
         Some(toml_edit::Value::Array(a)) => a.is_empty(),
         _ => false,
     }
+}
+
+/// The `[name]` table of `doc`, created when missing; an error when `name` is not a table.
+pub(in crate::cli) fn section<'d>(
+    doc: &'d mut toml_edit::DocumentMut,
+    name: &str,
+) -> Result<&'d mut toml_edit::Table, String> {
+    doc.entry(name)
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| format!("`{name}` is not a table"))
 }
 
 /// `v` as a `config.toml` item.

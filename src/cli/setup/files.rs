@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan::{Plan, Setting};
-use crate::cli::import::write::{quote, to_item, write_private};
+use crate::cli::import::write::{quote, section, to_item, write_private};
 use crate::config::{Config, EnvSource};
 
 /// The two files setup writes.
@@ -125,12 +125,7 @@ pub(super) fn set_toml(text: &str, settings: &[Setting]) -> Result<String, Strin
             .map_err(|e| format!("is not valid TOML ({e}); fix or move it, then run setup again"))?
     };
     for s in settings {
-        let table = doc
-            .entry(s.section)
-            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-            .as_table_mut()
-            .ok_or_else(|| format!("`{}` is not a table", s.section))?;
-        table.insert(s.key, to_item(&s.value));
+        section(&mut doc, s.section)?.insert(s.key, to_item(&s.value));
     }
     Ok(doc.to_string())
 }
