@@ -2,8 +2,8 @@
 //! direct chat and in a group, and markdown through the HTML renderer. Not an API.
 
 use hermes_adapter::Message;
-use matrix_sdk::ruma::events::room::message::OriginalSyncRoomMessageEvent;
-use matrix_sdk::ruma::user_id;
+use ruma::events::room::message::OriginalSyncRoomMessageEvent;
+use ruma::user_id;
 
 use crate::inbound::{self, RoomContext};
 

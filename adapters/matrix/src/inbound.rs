@@ -7,11 +7,9 @@
 use hermes_adapter::{
     Attachment, AttachmentKind, Chat, ChatKind, Message, Platform, ReplyRef, Sender, Trigger,
 };
-use matrix_sdk::ruma::UserId;
-use matrix_sdk::ruma::events::room::MediaSource;
-use matrix_sdk::ruma::events::room::message::{
-    MessageType, OriginalSyncRoomMessageEvent, Relation,
-};
+use ruma::UserId;
+use ruma::events::room::MediaSource;
+use ruma::events::room::message::{MessageType, OriginalSyncRoomMessageEvent, Relation};
 
 /// What the adapter knows about the room and the bot when converting an event.
 #[derive(Debug, Clone)]
@@ -28,7 +26,7 @@ pub struct RoomContext<'a> {
 }
 
 /// The event this message replies to (`m.in_reply_to`), also inside a thread.
-pub fn replied_event(ev: &OriginalSyncRoomMessageEvent) -> Option<&matrix_sdk::ruma::EventId> {
+pub fn replied_event(ev: &OriginalSyncRoomMessageEvent) -> Option<&ruma::EventId> {
     match ev.content.relates_to.as_ref()? {
         Relation::Reply(r) => Some(&r.in_reply_to.event_id),
         Relation::Thread(t) if !t.is_falling_back => t.in_reply_to.as_ref().map(|r| &*r.event_id),
@@ -251,8 +249,8 @@ fn strip_reply_fallback(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use matrix_sdk::ruma::events::room::message::RoomMessageEventContent;
-    use matrix_sdk::ruma::serde::Raw;
+    use ruma::events::room::message::RoomMessageEventContent;
+    use ruma::serde::Raw;
 
     fn event(content: serde_json::Value) -> OriginalSyncRoomMessageEvent {
         let raw = serde_json::json!({
@@ -351,10 +349,7 @@ mod tests {
         let notice = serde_json::json!({"msgtype": "m.notice", "body": "beep"});
         assert!(convert(&event(notice), &room(&me, true), false).is_none());
         let edit = RoomMessageEventContent::text_plain("new").make_replacement(
-            matrix_sdk::ruma::events::room::message::ReplacementMetadata::new(
-                "$ev0".try_into().unwrap(),
-                None,
-            ),
+            ruma::events::room::message::ReplacementMetadata::new("$ev0".try_into().unwrap(), None),
         );
         let edit = serde_json::to_value(&edit).unwrap();
         assert!(convert(&event(edit), &room(&me, true), false).is_none());
