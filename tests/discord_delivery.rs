@@ -7,7 +7,10 @@ use crate::support;
 use std::time::Duration;
 
 use support::WAIT;
-use support::discord::{ALICE, BOB, Fault, start, texts, wait_sent, wait_shown, wait_until, world};
+use support::daemon::{Daemon, World};
+use support::discord::{
+    ALICE, BOB, FakeDiscord, Fault, start, texts, wait_sent, wait_shown, wait_until, world,
+};
 use support::llm::{Gate, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,6 +219,73 @@ async fn a_session_that_cannot_be_resumed_is_caught_up_on_over_rest() {
     wait_sent(&dc, &daemon, 5).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(dc.sent().len(), 5, "nothing twice: {:?}", texts(&dc.sent()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_shards_each_catches_up_on_the_chats_it_carries_and_no_other() {
+    // Two shards, a server on each and a DM (carried by shard 0). Both sessions are lost while
+    // the daemon is down: each shard reads over REST only the chats whose events it carries,
+    // so every chat is read once, not once per shard.
+    let (mut w, dc) = world("[discord]\nshards = 2\n").await;
+    dc.set_shards(2);
+    let servers: Vec<(u64, u64)> = (0..2).map(|k| dc.guild_on_shard(k, 2)).collect();
+    let ask = |round: &str| {
+        for (k, (guild, channel)) in servers.iter().enumerate() {
+            dc.mention_in(
+                *guild,
+                *channel,
+                ALICE,
+                "alice",
+                &format!("{round} on shard {k}"),
+            );
+        }
+        dc.dm(ALICE, "alice", &format!("{round} in a DM"));
+    };
+    let mut daemon = start_shards(&mut w, &dc, 2).await;
+    ask("before");
+    wait_sent(&dc, &daemon, 3).await;
+    daemon.kill();
+    dc.invalidate_session();
+    ask("while down");
+    let daemon = start_shards(&mut w, &dc, 4).await;
+    let sent = wait_sent(&dc, &daemon, 6).await;
+    let mut got = texts(&sent[3..]);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "echo: alice: while down on shard 0",
+            "echo: alice: while down on shard 1",
+            "echo: while down in a DM"
+        ]
+    );
+    assert_eq!(dc.identifies(), 4, "two new sessions: {}", daemon.log());
+    let mut reads: Vec<String> = dc
+        .calls_of("list_messages")
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    reads.sort();
+    let mut chats: Vec<String> = servers
+        .iter()
+        .map(|(_, channel)| *channel)
+        .chain([dc.dm_channel(ALICE)])
+        .map(|channel| format!("/channels/{channel}/messages"))
+        .collect();
+    chats.sort();
+    assert_eq!(reads, chats, "each chat read once, by its shard");
+    dc.dm(ALICE, "alice", "sentinel");
+    wait_sent(&dc, &daemon, 7).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(dc.sent().len(), 7, "nothing twice: {:?}", texts(&dc.sent()));
+}
+
+/// Start the daemon and wait until every shard has a live session, `sessions` in total so far.
+async fn start_shards(w: &mut World, dc: &FakeDiscord, sessions: usize) -> Daemon {
+    w.start_when("every shard's gateway session", || {
+        dc.shards_connected().iter().all(|live| *live) && dc.identifies() + dc.resumes() >= sessions
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
