@@ -229,18 +229,7 @@ async fn with_two_shards_each_catches_up_on_the_chats_it_carries_and_no_other() 
     let (mut w, dc) = world("[discord]\nshards = 2\n").await;
     dc.set_shards(2);
     let servers: Vec<(u64, u64)> = (0..2).map(|k| dc.guild_on_shard(k, 2)).collect();
-    let ask = |round: &str| {
-        for (k, (guild, channel)) in servers.iter().enumerate() {
-            dc.mention_in(
-                *guild,
-                *channel,
-                ALICE,
-                "alice",
-                &format!("{round} on shard {k}"),
-            );
-        }
-        dc.dm(ALICE, "alice", &format!("{round} in a DM"));
-    };
+    let ask = |round: &str| dc.ask_every_shard(&servers, ALICE, "alice", round);
     let mut daemon = start_shards(&mut w, &dc, 2).await;
     ask("before");
     wait_sent(&dc, &daemon, 3).await;

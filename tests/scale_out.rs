@@ -723,18 +723,7 @@ async fn discord_shards_spread_over_the_processes_and_move_when_one_dies() {
         Reply::text(format!("re {}", said.trim()))
     });
     let guilds: Vec<(u64, u64)> = (0..4).map(|k| dc.guild_on_shard(k, 4)).collect();
-    let ask_everywhere = |round: &str| {
-        for (k, (guild, channel)) in guilds.iter().enumerate() {
-            dc.mention_in(
-                *guild,
-                *channel,
-                ALICE,
-                "Alice",
-                &format!("{round} on shard {k}"),
-            );
-        }
-        dc.dm(ALICE, "Alice", &format!("{round} in a DM"));
-    };
+    let ask_everywhere = |round: &str| dc.ask_every_shard(&guilds, ALICE, "Alice", round);
     // The first process takes every shard; when the second joins, it gives up two.
     let mut daemons = vec![join(&mut w).await];
     wait_spread(&db, &dc, &w, 1).await;

@@ -24,9 +24,6 @@ use crate::state::{StateDir, Undecryptable};
 /// split at about 16000 characters.
 pub const MAX_MESSAGE_LEN: usize = 16_000;
 
-/// Most encrypted events kept waiting for their keys; the oldest are given up (and logged).
-pub(crate) const MAX_UNDECRYPTABLE: usize = 500;
-
 /// How the bot logs in.
 #[derive(Clone)]
 pub enum Credentials {

@@ -35,6 +35,4 @@ mod outbound;
 pub mod state;
 
 #[cfg(feature = "sdk")]
-pub(crate) use adapter::MAX_UNDECRYPTABLE;
-#[cfg(feature = "sdk")]
 pub use adapter::{Credentials, MAX_MESSAGE_LEN, MatrixAdapter, MatrixSettings};

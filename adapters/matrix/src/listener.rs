@@ -19,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gap;
 use crate::state::Undecryptable;
-use crate::{MAX_UNDECRYPTABLE, MatrixAdapter, inbound};
+use crate::{MatrixAdapter, inbound};
+
+/// Most encrypted events kept waiting for their keys; the oldest are given up (and logged).
+const MAX_UNDECRYPTABLE: usize = 500;
 
 impl MatrixAdapter {
     /// Join rooms we are invited to by allowed users; leave the others' invitations alone.

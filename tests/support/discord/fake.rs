@@ -318,6 +318,21 @@ impl FakeDiscord {
         self.post(m)
     }
 
+    /// From `user`: `@bot <round> on shard <k>` in the channel of each of `servers` (the
+    /// `(guild, channel)` of [`FakeDiscord::guild_on_shard`] for shard k), then `<round> in a DM`.
+    pub fn ask_every_shard(&self, servers: &[(u64, u64)], user: u64, name: &str, round: &str) {
+        for (k, (guild, channel)) in servers.iter().enumerate() {
+            self.mention_in(
+                *guild,
+                *channel,
+                user,
+                name,
+                &format!("{round} on shard {k}"),
+            );
+        }
+        self.dm(user, name, &format!("{round} in a DM"));
+    }
+
     /// Wait until a session is live (after IDENTIFY or RESUME) `n` times in total.
     pub async fn wait_sessions(&self, n: usize, timeout: Duration) {
         wait_for(
